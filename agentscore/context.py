@@ -1,0 +1,86 @@
+"""Context for scorers: the tool results of a run, and the `get_context` callback contract."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from agentscore.messages import Message, coerce_messages
+from agentscore.run import ScorerRun
+
+__all__ = [
+    "ContextParams",
+    "GetContext",
+    "ToolResult",
+    "extract_tool_results",
+    "format_tool_result",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """One tool invocation of a run and what it returned.
+
+    `result` is the parsed JSON value when the tool message holds JSON, else its text.
+    `args` is the parsed argument object (or the raw text when it was not valid JSON).
+    """
+
+    tool_name: str
+    tool_call_id: str
+    args: Any
+    result: Any
+
+
+def extract_tool_results(output: object) -> list[ToolResult]:
+    """Tool calls paired with their results, from a run's output messages in any supported shape.
+
+    Accepts a `ScorerRun`'s output, OpenAI chat messages (assistant `tool_calls` followed by
+    `role="tool"` messages) or the agent's `Message`s. Calls that never got a result are left out.
+    """
+    messages: Sequence[Message] = coerce_messages(output)
+    calls = {call.id: call for message in messages for call in message.tool_calls}
+    results: list[ToolResult] = []
+    for message in messages:
+        if message.role != "tool":
+            continue
+        call = calls.get(message.tool_call_id or "")
+        results.append(
+            ToolResult(
+                tool_name=message.name or (call.name if call else "") or "tool",
+                tool_call_id=message.tool_call_id or "",
+                args=_parse_json(call.arguments) if call else None,
+                result=_parse_json(message.content or ""),
+            )
+        )
+    return results
+
+
+def format_tool_result(result: ToolResult) -> str:
+    """One context chunk per tool result, as JSON naming the tool."""
+    return json.dumps({"tool": result.tool_name, "result": result.result}, ensure_ascii=False)
+
+
+def _parse_json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+@dataclass(frozen=True, slots=True)
+class ContextParams:
+    """What a `get_context` callback receives.
+
+    `step` says which step asks ("analyze" or "generate_reason"); `score` is set only for
+    "generate_reason"; `results` holds the earlier steps' results by step name.
+    """
+
+    run: ScorerRun
+    step: Literal["analyze", "generate_reason"]
+    results: dict[str, Any] = field(default_factory=dict)
+    score: float | None = None
+
+
+GetContext = Callable[[ContextParams], Sequence[str] | Awaitable[Sequence[str]]]

@@ -1,0 +1,71 @@
+"""The exception tree. Scoring never raises these into an agent; they become failed results."""
+
+from __future__ import annotations
+
+__all__ = [
+    "AgentScoreError",
+    "ConfigurationError",
+    "InputTooLargeError",
+    "JudgeAuthError",
+    "JudgeConnectionError",
+    "JudgeError",
+    "JudgeOutputError",
+    "JudgeRateLimitError",
+    "JudgeRequestError",
+    "JudgeServerError",
+    "JudgeTimeoutError",
+    "ScorerTimeoutError",
+    "UnsupportedTaskError",
+]
+
+
+class AgentScoreError(Exception):
+    """Base class of every error agentscore defines."""
+
+
+class ConfigurationError(AgentScoreError, ValueError):
+    """An option or argument is invalid; raised at construction time, never while scoring."""
+
+
+class JudgeError(AgentScoreError):
+    """A judge could not produce a verdict."""
+
+
+class JudgeOutputError(JudgeError):
+    """The judge replied, but its reply was not valid for the request, even after one repair."""
+
+
+class JudgeTimeoutError(JudgeError):
+    """The judge endpoint did not answer in time (after retries)."""
+
+
+class JudgeConnectionError(JudgeError):
+    """The judge endpoint could not be reached (after retries)."""
+
+
+class JudgeRateLimitError(JudgeError):
+    """The judge endpoint kept answering 429 (after retries)."""
+
+
+class JudgeServerError(JudgeError):
+    """The judge endpoint kept answering 5xx (after retries)."""
+
+
+class JudgeAuthError(JudgeError):
+    """The judge endpoint refused the credentials (401/403)."""
+
+
+class JudgeRequestError(JudgeError):
+    """The judge endpoint rejected the request (4xx other than auth and rate limits)."""
+
+
+class UnsupportedTaskError(JudgeError):
+    """The judge cannot make this kind of judgement (the local judge and a custom prompt)."""
+
+
+class InputTooLargeError(AgentScoreError):
+    """The output or context is larger than a scorer judges; the run fails with this."""
+
+
+class ScorerTimeoutError(AgentScoreError):
+    """A scorer run took longer than its time budget."""

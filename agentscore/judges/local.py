@@ -1,0 +1,76 @@
+"""The offline local judge: deterministic, in-process, no network, no model download.
+
+It answers the claim scorers' requests (extract, verify, analyze, reason) from their
+structured payload with the rule-based grounding checks in `_grounding`; prompts written for
+LLMs (custom `JudgePrompt` steps) are refused with `UnsupportedTaskError`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from agentscore.errors import UnsupportedTaskError
+from agentscore.judges.base import JudgeReply, JudgeRequest, JudgeUsage
+
+__all__ = ["LocalJudge"]
+
+T = TypeVar("T", bound=BaseModel)
+
+
+class LocalJudge:
+    """Rule-based grounding judge; see docs/local-judge.md for what it catches and misses."""
+
+    @property
+    def model_name(self) -> str:
+        return "local"
+
+    @property
+    def provider_name(self) -> str:
+        return "agentscore.local"
+
+    def __repr__(self) -> str:
+        return "LocalJudge()"
+
+    async def complete(self, request: JudgeRequest[T]) -> JudgeReply[T]:
+        started = time.perf_counter()
+        data = self._answer(request.task, request.payload)
+        value = request.output_type.model_validate(data)
+        if request.validate is not None:
+            request.validate(value)
+        usage = JudgeUsage(calls=1, duration_ms=(time.perf_counter() - started) * 1000)
+        return JudgeReply(value, usage)
+
+    def _answer(self, task: str, payload: Any) -> dict[str, Any]:
+        # Imported on first use: its tables cost import time that LLM-judge users never need.
+        from agentscore.judges._grounding import split_claims
+
+        if task == "claims.extract":
+            return {"claims": split_claims(payload["output"])}
+        if task == "claims.verify":
+            claims = split_claims(payload["output"])
+            return {"claims": _verdicts(claims, payload["context"], payload["mode"])}
+        if task == "claims.analyze":
+            return {"verdicts": _verdicts(payload["claims"], payload["context"], payload["mode"])}
+        if task == "claims.reason":
+            from agentscore.scorers._claims import compose_reason
+
+            return {
+                "reason": compose_reason(payload["mode"], payload["score"], payload["verdicts"])
+            }
+        raise UnsupportedTaskError(
+            f"the local judge cannot answer {task!r}; give this scorer an LLM judge "
+            "(a model name or OpenAIJudge)"
+        )
+
+
+def _verdicts(claims: Sequence[str], context: Sequence[str], mode: Any) -> list[dict[str, Any]]:
+    from agentscore.judges._grounding import check_claims
+
+    return [
+        {"claim": check.claim, "verdict": check.verdict, "reason": check.reason}
+        for check in check_claims(claims, context, mode=mode)
+    ]

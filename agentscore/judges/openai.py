@@ -1,0 +1,240 @@
+"""A judge backed by any OpenAI-compatible Chat Completions endpoint."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import weakref
+from typing import Any, Literal, TypeVar
+
+import openai
+from openai import AsyncOpenAI
+from pydantic import BaseModel
+
+from agentscore._redact import redact
+from agentscore.errors import (
+    JudgeAuthError,
+    JudgeConnectionError,
+    JudgeError,
+    JudgeOutputError,
+    JudgeRateLimitError,
+    JudgeRequestError,
+    JudgeServerError,
+    JudgeTimeoutError,
+)
+from agentscore.judges._cache import ResponseCache, cache_key
+from agentscore.judges._structured import parse_reply, strict_schema
+from agentscore.judges.base import JudgeReply, JudgeRequest, JudgeUsage
+
+__all__ = ["OpenAIJudge", "OutputMode"]
+
+T = TypeVar("T", bound=BaseModel)
+
+OutputMode = Literal["json_schema", "json_object", "prompt"]
+_FALLBACK: dict[OutputMode, OutputMode] = {"json_schema": "json_object", "json_object": "prompt"}
+_FORMAT_HINTS = ("response_format", "json_schema", "json_object", "structured", "schema")
+
+
+class OpenAIJudge:
+    """Judge through the `openai` SDK: OpenAI itself, vLLM, Ollama, llama.cpp, LM Studio...
+
+    With no `api_key`/`base_url` the SDK's own configuration applies (OPENAI_API_KEY,
+    OPENAI_BASE_URL). Retries with backoff on 408/429/5xx, timeouts and connection errors are
+    the SDK's, which honour Retry-After. Structured output starts with a JSON schema and falls
+    back to JSON mode, then to the schema in the prompt, remembering what the endpoint takes.
+    An invalid reply gets one repair request quoting the problem, then `JudgeOutputError`.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 3,
+        temperature: float = 0.0,
+        client: AsyncOpenAI | None = None,
+        cache: ResponseCache | None = None,
+        use_cache: bool = True,
+        output_mode: OutputMode = "json_schema",
+    ) -> None:
+        self._model = model
+        self._base_url = base_url
+        self._api_key = api_key
+        self._timeout = timeout
+        self._max_retries = max_retries
+        self._temperature = temperature
+        self._client = client
+        # The SDK's HTTP pool is bound to the event loop that created it, so a judge used from
+        # several loops (the runner's thread, a caller's asyncio or trio loop) keeps one per loop.
+        self._clients: weakref.WeakKeyDictionary[object, AsyncOpenAI] = weakref.WeakKeyDictionary()
+        self._cache = (cache or ResponseCache()) if use_cache else None
+        self.output_mode: OutputMode = output_mode
+
+    @property
+    def model_name(self) -> str:
+        return self._model
+
+    @property
+    def provider_name(self) -> str:
+        return "openai"
+
+    def __repr__(self) -> str:
+        return f"OpenAIJudge(model={self._model!r}, base_url={self._base_url!r})"
+
+    async def complete(self, request: JudgeRequest[T]) -> JudgeReply[T]:
+        schema = strict_schema(request.output_type)
+        key = cache_key(self._model, self._temperature, request.system, request.prompt, schema)
+        if self._cache is not None:
+            cached = self._cache.get(key)
+            if isinstance(cached, request.output_type):
+                return JudgeReply(cached, JudgeUsage(cache_hits=1))
+
+        messages = [
+            {"role": "system", "content": request.system},
+            {"role": "user", "content": request.prompt},
+        ]
+        usage = JudgeUsage()
+        reply_text, call_usage = await self._chat(messages, request.output_type, schema)
+        usage += call_usage
+        try:
+            value = self._accept(reply_text, request)
+        except ValueError as first_problem:
+            messages += [
+                {"role": "assistant", "content": reply_text or ""},
+                {"role": "user", "content": _repair_prompt(first_problem, schema)},
+            ]
+            reply_text, call_usage = await self._chat(messages, request.output_type, schema)
+            usage += call_usage
+            try:
+                value = self._accept(reply_text, request)
+            except ValueError as second_problem:
+                raise JudgeOutputError(
+                    f"invalid judge reply after one repair attempt: {second_problem}"
+                ) from None
+        if self._cache is not None:
+            self._cache.put(key, value)
+        return JudgeReply(value, usage)
+
+    @staticmethod
+    def _accept(reply_text: str | None, request: JudgeRequest[T]) -> T:
+        value = parse_reply(reply_text, request.output_type)
+        if request.validate is not None:
+            request.validate(value)
+        return value
+
+    async def _chat(
+        self, messages: list[dict[str, str]], output_type: type[BaseModel], schema: dict[str, Any]
+    ) -> tuple[str | None, JudgeUsage]:
+        started = time.perf_counter()
+        calls = 0
+        while True:
+            calls += 1
+            try:
+                response = await self._client_for_loop().chat.completions.create(
+                    model=self._model,
+                    messages=self._with_schema_hint(messages, schema),  # type: ignore[arg-type]
+                    temperature=self._temperature,
+                    **self._format_kwargs(output_type, schema),
+                )
+            except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
+                if self.output_mode in _FALLBACK and _mentions_format(exc):
+                    self.output_mode = _FALLBACK[self.output_mode]
+                    continue
+                raise self._translate(exc) from None
+            except openai.OpenAIError as exc:
+                raise self._translate(exc) from None
+            break
+        choice = response.choices[0] if response.choices else None
+        text = choice.message.content if choice else None
+        if choice is not None and choice.finish_reason == "length":
+            text = (text or "") + "\n[reply truncated: the token limit was reached]"
+        tokens = response.usage
+        return text, JudgeUsage(
+            calls=calls,
+            input_tokens=tokens.prompt_tokens if tokens else 0,
+            output_tokens=tokens.completion_tokens if tokens else 0,
+            duration_ms=(time.perf_counter() - started) * 1000,
+        )
+
+    def _format_kwargs(
+        self, output_type: type[BaseModel], schema: dict[str, Any]
+    ) -> dict[str, Any]:
+        if self.output_mode == "json_schema":
+            return {
+                "response_format": {
+                    "type": "json_schema",
+                    "json_schema": {"name": output_type.__name__, "schema": schema, "strict": True},
+                }
+            }
+        if self.output_mode == "json_object":
+            return {"response_format": {"type": "json_object"}}
+        return {}
+
+    def _with_schema_hint(
+        self, messages: list[dict[str, str]], schema: dict[str, Any]
+    ) -> list[dict[str, str]]:
+        if self.output_mode == "json_schema":
+            return messages
+        hint = (
+            "\n\nReply with one JSON object and nothing else. It must match this JSON schema:\n"
+            + json.dumps(schema, separators=(",", ":"))
+        )
+        first, *rest = messages
+        return [{"role": first["role"], "content": first["content"] + hint}, *rest]
+
+    def _client_for_loop(self) -> AsyncOpenAI:
+        if self._client is not None:
+            return self._client
+        loop = _current_loop_token()
+        client = self._clients.get(loop)
+        if client is None:
+            client = AsyncOpenAI(
+                api_key=self._api_key,
+                base_url=self._base_url,
+                timeout=self._timeout,
+                max_retries=self._max_retries,
+            )
+            self._clients[loop] = client
+        return client
+
+    def _translate(self, exc: openai.OpenAIError) -> JudgeError:
+        message = redact(str(exc), self._api_key)
+        error: JudgeError
+        if isinstance(exc, openai.APITimeoutError):
+            error = JudgeTimeoutError(f"judge request timed out: {message}")
+        elif isinstance(exc, openai.APIConnectionError):
+            error = JudgeConnectionError(f"judge endpoint unreachable: {message}")
+        elif isinstance(exc, openai.RateLimitError):
+            error = JudgeRateLimitError(f"judge endpoint rate-limited the request: {message}")
+        elif isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
+            error = JudgeAuthError(f"judge endpoint refused the credentials: {message}")
+        elif isinstance(exc, openai.APIStatusError) and exc.status_code >= 500:
+            error = JudgeServerError(f"judge endpoint failed ({exc.status_code}): {message}")
+        else:
+            error = JudgeRequestError(f"judge request rejected: {message}")
+        return error
+
+
+def _mentions_format(exc: openai.APIStatusError) -> bool:
+    text = str(exc).lower()
+    return any(hint in text for hint in _FORMAT_HINTS)
+
+
+def _repair_prompt(problem: ValueError, schema: dict[str, Any]) -> str:
+    return (
+        f"Your previous reply could not be used: {problem}. Reply again with one JSON object "
+        "that matches this JSON schema exactly, and nothing else:\n"
+        + json.dumps(schema, separators=(",", ":"))
+    )
+
+
+def _current_loop_token() -> object:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        import trio
+
+        return trio.lowlevel.current_trio_token()

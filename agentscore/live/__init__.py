@@ -1,0 +1,3 @@
+"""Live scoring: the background runner and sampling."""
+
+__all__: list[str] = []

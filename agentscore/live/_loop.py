@@ -1,0 +1,86 @@
+"""One background thread with its own anyio event loop, shared by the process.
+
+Scoring must work the same from sync code, asyncio and trio, including from inside a
+running loop (FastAPI, Jupyter, pytest-asyncio). Running it on a loop of our own, in a
+daemon thread, gives every caller the same path and never touches the caller's loop.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import anyio
+from anyio.from_thread import BlockingPortal
+
+__all__ = ["BackgroundLoop", "background_loop"]
+
+T = TypeVar("T")
+
+
+class BackgroundLoop:
+    """A daemon thread running an anyio loop, reachable through a blocking portal."""
+
+    def __init__(self, name: str = "agentscore-background") -> None:
+        self._name = name
+        self._lock = threading.Lock()
+        self._portal: BlockingPortal | None = None
+        self._thread: threading.Thread | None = None
+        self._stop: anyio.Event | None = None
+
+    @property
+    def thread(self) -> threading.Thread | None:
+        return self._thread
+
+    def portal(self) -> BlockingPortal:
+        """The running loop's portal, starting the thread on first use."""
+        portal = self._portal
+        if portal is not None:
+            return portal
+        with self._lock:
+            if self._portal is None:
+                self._start()
+            assert self._portal is not None
+            return self._portal
+
+    def in_loop_thread(self) -> bool:
+        return threading.current_thread() is self._thread
+
+    def call(self, func: Callable[..., Awaitable[T]], *args: Any) -> T:
+        """Run `func(*args)` on the loop and wait for its result, from any other thread."""
+        if self.in_loop_thread():
+            raise RuntimeError(
+                "blocking call made from agentscore's own background loop; await the async "
+                "form instead"
+            )
+        return self.portal().call(func, *args)
+
+    def _start(self) -> None:
+        ready = threading.Event()
+        failure: list[BaseException] = []
+
+        async def main() -> None:
+            async with BlockingPortal() as portal:
+                self._stop = anyio.Event()
+                self._portal = portal
+                ready.set()
+                await self._stop.wait()
+
+        def target() -> None:
+            try:
+                anyio.run(main)
+            except BaseException as exc:  # surfaced to the starting thread below
+                failure.append(exc)
+                ready.set()
+            finally:
+                self._portal = None
+
+        self._thread = threading.Thread(target=target, name=self._name, daemon=True)
+        self._thread.start()
+        ready.wait()
+        if failure:
+            raise RuntimeError("agentscore background loop failed to start") from failure[0]
+
+
+background_loop = BackgroundLoop()

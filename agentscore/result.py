@@ -1,0 +1,65 @@
+"""The one result type every scorer returns, successful or not."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentscore.judges.base import JudgeUsage
+from agentscore.messages import Message
+
+__all__ = ["ScoreError", "ScoreResult", "ScoreStatus"]
+
+
+class ScoreStatus(StrEnum):
+    SCORED = "scored"
+    NO_CLAIMS = "no_claims"
+    FAILED = "failed"
+
+
+class ScoreError(BaseModel):
+    """Why a run failed: the exception class name and a message free of secrets."""
+
+    model_config = ConfigDict(frozen=True)
+
+    type: str
+    message: str
+
+
+class ScoreResult(BaseModel):
+    """Mastra's `.run()` fields in snake_case, plus pass/fail, status, error and judge cost.
+
+    `score` is None only when `status` is "failed"; it is never NaN.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    scorer_id: str
+    run_id: str
+    status: ScoreStatus
+    score: float | None = None
+    passed: bool | None = None
+    label: str | None = None
+    reason: str | None = None
+    error: ScoreError | None = None
+    input: list[Message] = Field(default_factory=list)
+    output: list[Message] = Field(default_factory=list)
+    ground_truth: Any = None
+    context: list[str] | None = None
+    preprocess_step_result: Any = None
+    preprocess_prompt: str | None = None
+    analyze_step_result: Any = None
+    analyze_prompt: str | None = None
+    generate_reason_prompt: str | None = None
+    judge_usage: JudgeUsage = Field(default_factory=JudgeUsage)
+    judge_model: str | None = None
+    trace_id: str | None = None
+    span_id: str | None = None
+    response_id: str | None = None
+    agent_name: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.status is ScoreStatus.FAILED

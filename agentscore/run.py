@@ -1,0 +1,53 @@
+"""The snapshot of one completed generation that scorers judge."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from agentscore.messages import Message, assistant_text, coerce_messages, last_user_text
+
+__all__ = ["ScorerRun"]
+
+
+class ScorerRun(BaseModel):
+    """Input and output of one generation, plus the ids that tie a score back to its trace.
+
+    `input` and `output` accept a string, OpenAI chat messages or `Message`s; a string input
+    is a user message and a string output an assistant message.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    input: list[Message] = Field(default_factory=list)
+    output: list[Message] = Field(default_factory=list)
+    ground_truth: Any = None
+    request_context: dict[str, Any] = Field(default_factory=dict)
+    agent_name: str | None = None
+    conversation_id: str | None = None
+    trace_id: str | None = None
+    span_id: str | None = None
+    response_id: str | None = None
+
+    @field_validator("input", mode="before")
+    @classmethod
+    def _coerce_input(cls, value: object) -> list[Message]:
+        return coerce_messages(value, default_role="user")
+
+    @field_validator("output", mode="before")
+    @classmethod
+    def _coerce_output(cls, value: object) -> list[Message]:
+        return coerce_messages(value, default_role="assistant")
+
+    @property
+    def input_text(self) -> str:
+        """The last user message, which the output answers."""
+        return last_user_text(self.input)
+
+    @property
+    def output_text(self) -> str:
+        """Every assistant message of the output, joined: the answer is scored whole."""
+        return assistant_text(self.output)

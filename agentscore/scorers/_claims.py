@@ -1,0 +1,326 @@
+"""The claim-verdict scorer shared by faithfulness and hallucination.
+
+Default mode makes one judge call that returns the claims with their verdicts; the score is
+computed here and the reason composed from the verdicts. `stepwise=True` reproduces Mastra's
+flow instead: extract claims, analyze them, ask for a reason, each its own call.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agentscore.context import (
+    ContextParams,
+    GetContext,
+    extract_tool_results,
+    format_tool_result,
+)
+from agentscore.errors import ConfigurationError, InputTooLargeError
+from agentscore.judges.base import JudgeRequest
+from agentscore.judges.resolve import JudgeLike
+from agentscore.scorers import prompts
+from agentscore.scorers.base import Score, Scorer, StepParams
+from agentscore.scorers.prompts import ClaimMode, Verdict, VerdictItem
+
+__all__ = ["ClaimScorerOptions", "build_claim_scorer", "compose_reason"]
+
+MAX_OUTPUT_CHARS = 50_000
+MAX_CONTEXT_CHARS = 400_000
+_QUOTE_CHARS = 100
+_QUOTES_PER_GROUP = 3
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimScorerOptions:
+    mode: ClaimMode
+    context: Sequence[str] | None
+    get_context: GetContext | None
+    stepwise: bool
+    unsure_counts_as_supported: bool
+    scale: float
+
+
+def build_claim_scorer(
+    options: ClaimScorerOptions,
+    *,
+    id: str,
+    description: str,
+    model: JudgeLike,
+    threshold: float | None,
+    strict_mode: bool,
+    include_reason: bool,
+    verbose: bool,
+    timeout: float | None,
+) -> Scorer:
+    if options.context is not None and (
+        isinstance(options.context, str) or not all(isinstance(c, str) for c in options.context)
+    ):
+        raise ConfigurationError("context must be a list of strings")
+    if options.get_context is not None and not callable(options.get_context):
+        raise ConfigurationError("get_context must be callable")
+    steps = _StepwiseSteps(options) if options.stepwise else _OneCallSteps(options)
+    return Scorer(
+        id=id,
+        description=description,
+        judge=model,
+        preprocess=steps.preprocess,
+        analyze=steps.analyze,
+        generate_score=steps.generate_score,
+        generate_reason=steps.generate_reason,
+        scale=options.scale,
+        threshold=threshold,
+        higher_is_better=options.mode == "faithfulness",
+        strict_mode=strict_mode,
+        include_reason=include_reason,
+        verbose=verbose,
+        timeout=timeout,
+    )
+
+
+class _CommonSteps:
+    def __init__(self, options: ClaimScorerOptions) -> None:
+        self.options = options
+        self.mode = options.mode
+
+    def generate_score(self, params: StepParams) -> Score:
+        verdicts: list[VerdictItem] = params.state["verdicts"]
+        if not verdicts:
+            return Score(0.0, status="no_claims")
+        counted = self._counted(verdicts)
+        return Score(round(counted / len(verdicts) * self.options.scale, 2))
+
+    def _counted(self, verdicts: Sequence[VerdictItem]) -> int:
+        """Supported claims for faithfulness, hallucinated ones for hallucination."""
+        lenient = self.options.unsure_counts_as_supported
+        supported = sum(
+            1
+            for item in verdicts
+            if item.verdict is Verdict.YES or (lenient and item.verdict is Verdict.UNSURE)
+        )
+        return supported if self.mode == "faithfulness" else len(verdicts) - supported
+
+    def claims_shape(self, claims: list[str]) -> Any:
+        # The seeds differ: faithfulness reports a list, hallucination an object.
+        return claims if self.mode == "faithfulness" else {"claims": claims}
+
+    async def resolve_context(self, params: StepParams, step: str) -> list[str]:
+        context = await _resolve_context(self.options, params, step)
+        params.state["context"] = context
+        return context
+
+
+class _OneCallSteps(_CommonSteps):
+    async def preprocess(self, params: StepParams) -> Any:
+        output = _checked_output(params)
+        if not output:
+            params.state["verdicts"] = []
+            return self.claims_shape([])
+        context = await self.resolve_context(params, "analyze")
+        reply = await params.ask(
+            JudgeRequest(
+                task="claims.verify",
+                system=prompts.system_prompt(self.mode),
+                prompt=prompts.verify_prompt(self.mode, output, context),
+                output_type=prompts.ClaimVerdicts,
+                payload={"mode": self.mode, "output": output, "context": context},
+                validate=_check_claim_texts,
+            )
+        )
+        params.state["verdicts"] = [
+            VerdictItem(claim=item.claim, verdict=item.verdict, reason=item.reason)
+            for item in reply.claims
+        ]
+        return self.claims_shape([item.claim for item in reply.claims])
+
+    def analyze(self, params: StepParams) -> dict[str, Any]:
+        return _verdicts_shape(params.state["verdicts"])
+
+    def generate_reason(self, params: StepParams) -> str:
+        assert params.score is not None
+        return compose_reason(self.mode, params.score, params.state["verdicts"])
+
+
+class _StepwiseSteps(_CommonSteps):
+    async def preprocess(self, params: StepParams) -> Any:
+        output = _checked_output(params)
+        claims: list[str] = []
+        if output:
+            reply = await params.ask(
+                JudgeRequest(
+                    task="claims.extract",
+                    system=prompts.system_prompt(self.mode),
+                    prompt=prompts.extract_prompt(output),
+                    output_type=prompts.Claims,
+                    payload={"output": output},
+                )
+            )
+            claims = [claim.strip() for claim in reply.claims if claim.strip()]
+        params.state["claims"] = claims
+        return self.claims_shape(claims)
+
+    async def analyze(self, params: StepParams) -> dict[str, Any]:
+        claims: list[str] = params.state["claims"]
+        verdicts: list[VerdictItem] = []
+        if claims:
+            context = await self.resolve_context(params, "analyze")
+            expected = len(claims)
+
+            def one_per_claim(value: prompts.Verdicts) -> None:
+                if len(value.verdicts) != expected:
+                    raise ValueError(
+                        f"expected exactly {expected} verdicts, one per claim in order, "
+                        f"got {len(value.verdicts)}"
+                    )
+
+            reply = await params.ask(
+                JudgeRequest(
+                    task="claims.analyze",
+                    system=prompts.system_prompt(self.mode),
+                    prompt=prompts.analyze_prompt(self.mode, claims, context),
+                    output_type=prompts.Verdicts,
+                    payload={"mode": self.mode, "claims": claims, "context": context},
+                    validate=one_per_claim,
+                )
+            )
+            # The claim text is ours, whatever the judge echoed back.
+            verdicts = [
+                item.model_copy(update={"claim": claim})
+                for claim, item in zip(claims, reply.verdicts, strict=True)
+            ]
+        params.state["verdicts"] = verdicts
+        return _verdicts_shape(verdicts)
+
+    async def generate_reason(self, params: StepParams) -> str:
+        assert params.score is not None
+        verdicts: list[VerdictItem] = params.state["verdicts"]
+        if not verdicts:
+            return compose_reason(self.mode, params.score, verdicts)
+        await self.resolve_context(params, "generate_reason")
+        reply = await params.ask(
+            JudgeRequest(
+                task="claims.reason",
+                system=prompts.system_prompt(self.mode),
+                prompt=prompts.reason_prompt(
+                    self.mode,
+                    params.score,
+                    self.options.scale,
+                    [item.model_dump(mode="json") for item in verdicts],
+                ),
+                output_type=prompts.Reason,
+                payload={"mode": self.mode, "score": params.score, "verdicts": verdicts},
+            )
+        )
+        return reply.reason
+
+
+def _checked_output(params: StepParams) -> str:
+    output = params.run.output_text.strip()
+    if len(output) > MAX_OUTPUT_CHARS:
+        raise InputTooLargeError(
+            f"output has {len(output)} characters, more than the {MAX_OUTPUT_CHARS} this scorer "
+            "judges; score a shorter output or split it"
+        )
+    return output
+
+
+def _check_claim_texts(value: prompts.ClaimVerdicts) -> None:
+    if any(not item.claim.strip() for item in value.claims):
+        raise ValueError("every claim must be a non-empty string")
+
+
+async def _resolve_context(options: ClaimScorerOptions, params: StepParams, step: str) -> list[str]:
+    """`get_context` wins over static `context`; with neither, the run's tool results."""
+    raw: object
+    if options.get_context is not None:
+        request = ContextParams(
+            run=params.run,
+            step="generate_reason" if step == "generate_reason" else "analyze",
+            results=dict(params.results),
+            score=params.score,
+        )
+        raw = options.get_context(request)
+        if inspect.isawaitable(raw):
+            raw = await raw
+    elif options.context is not None:
+        raw = options.context
+    else:
+        raw = [format_tool_result(result) for result in extract_tool_results(params.run.output)]
+    context = _as_chunks(raw)
+    size = sum(len(chunk) for chunk in context)
+    if size > MAX_CONTEXT_CHARS:
+        raise InputTooLargeError(
+            f"context has {size} characters, more than the {MAX_CONTEXT_CHARS} this scorer judges"
+        )
+    return context
+
+
+def _as_chunks(raw: object) -> list[str]:
+    """Context as a list of strings; other values (tool results are often dicts) become JSON."""
+    if raw is None:
+        return []
+    if isinstance(raw, str):
+        return [raw] if raw.strip() else []
+    if not isinstance(raw, Sequence):
+        raise TypeError(f"get_context must return a list of strings, got {type(raw).__name__}")
+    chunks: list[str] = []
+    for item in raw:
+        text = item if isinstance(item, str) else json.dumps(item, ensure_ascii=False, default=str)
+        if text.strip():
+            chunks.append(text)
+    return chunks
+
+
+def _verdicts_shape(verdicts: Sequence[VerdictItem]) -> dict[str, Any]:
+    return {"verdicts": [item.model_dump(mode="json") for item in verdicts]}
+
+
+def compose_reason(mode: ClaimMode, score: float, verdicts: Sequence[VerdictItem]) -> str:
+    """The overall reason, written from the verdicts without another judge call."""
+    total = len(verdicts)
+    if total == 0:
+        return f"The score is {score:g} because the output makes no claims to check."
+    supported = [item for item in verdicts if item.verdict is Verdict.YES]
+    contradicted = [item for item in verdicts if item.verdict is Verdict.NO]
+    unverifiable = [item for item in verdicts if item.verdict is Verdict.UNSURE]
+    if mode == "faithfulness":
+        if len(supported) == total:
+            return (
+                f"The score is {score:g} because all {total} claims in the output are "
+                "supported by the context."
+            )
+        head = f"The score is {score:g} because {len(supported)} of {total} claims are supported."
+    else:
+        if len(supported) == total:
+            return (
+                f"The score is {score:g} because none of the {total} claims contradicts or goes "
+                "beyond the context."
+            )
+        head = (
+            f"The score is {score:g} because {len(contradicted) + len(unverifiable)} of {total} "
+            "claims are hallucinated."
+        )
+    parts = [head]
+    if contradicted:
+        parts.append("Contradicted by the context: " + _quote(contradicted) + ".")
+    if unverifiable:
+        parts.append("Not supported by the context: " + _quote(unverifiable) + ".")
+    return " ".join(parts)
+
+
+def _quote(items: Sequence[VerdictItem]) -> str:
+    quoted = [_quote_one(item) for item in items[:_QUOTES_PER_GROUP]]
+    if len(items) > _QUOTES_PER_GROUP:
+        quoted.append(f"and {len(items) - _QUOTES_PER_GROUP} more")
+    return "; ".join(quoted)
+
+
+def _quote_one(item: VerdictItem) -> str:
+    claim = item.claim if len(item.claim) <= _QUOTE_CHARS else item.claim[:_QUOTE_CHARS] + "…"
+    reason = item.reason.strip()
+    if len(reason) > _QUOTE_CHARS:
+        reason = reason[:_QUOTE_CHARS] + "…"
+    return f'"{claim}" ({reason})' if reason else f'"{claim}"'

@@ -1,0 +1,55 @@
+"""Hallucination: the share of the output's claims that contradict or go beyond the context."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from agentscore.context import GetContext
+from agentscore.judges.resolve import JudgeLike
+from agentscore.scorers._claims import ClaimScorerOptions, build_claim_scorer
+from agentscore.scorers.base import Scorer
+
+__all__ = ["create_hallucination_scorer"]
+
+
+def create_hallucination_scorer(
+    model: JudgeLike = None,
+    *,
+    context: Sequence[str] | None = None,
+    get_context: GetContext | None = None,
+    scale: float = 1.0,
+    threshold: float | None = 0.5,
+    strict_mode: bool = False,
+    include_reason: bool = True,
+    verbose: bool = False,
+    stepwise: bool = False,
+    unsure_counts_as_supported: bool = False,
+    timeout: float | None = None,
+    id: str = "hallucination",
+) -> Scorer:
+    """Score = hallucinated claims / total claims x `scale` (lower is better).
+
+    A claim is hallucinated when it contradicts the context or is not supported by it;
+    subjective claims count unless supported; speculation about facts in the context and
+    approximations are allowed. An output with no claims scores 0 ("no_claims"). Context:
+    `get_context(params)` if given, else `context`, else the run's tool results. `threshold`
+    is in fractions of `scale`; a run passes at or below it.
+    """
+    return build_claim_scorer(
+        ClaimScorerOptions(
+            mode="hallucination",
+            context=context,
+            get_context=get_context,
+            stepwise=stepwise,
+            unsure_counts_as_supported=unsure_counts_as_supported,
+            scale=scale,
+        ),
+        id=id,
+        description="Share of the output's claims not grounded in the context (lower is better).",
+        model=model,
+        threshold=None if threshold is None else threshold * scale,
+        strict_mode=strict_mode,
+        include_reason=include_reason,
+        verbose=verbose,
+        timeout=timeout,
+    )

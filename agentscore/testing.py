@@ -1,0 +1,162 @@
+"""Test helpers shipped with the package: a scripted OpenAI-compatible endpoint.
+
+`ScriptedEndpoint` answers Chat Completions requests from a script, through the real
+`openai` client and its HTTP stack (a mock transport, no sockets), and records every request
+it received, so tests assert on real parsed replies and on how many requests were made.
+"""
+
+from __future__ import annotations
+
+import importlib
+import itertools
+import json
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+import anyio
+import openai
+from openai import AsyncOpenAI
+
+__all__ = [
+    "ScriptedEndpoint",
+    "ScriptedReply",
+    "chat_completion",
+    "http_error",
+    "network_failure",
+]
+
+
+def _http_module() -> ModuleType:
+    """The HTTP library the installed `openai` is built on (httpx, or httpx2 in openai 3)."""
+    base = next(
+        cls for cls in openai.DefaultAsyncHttpxClient.__mro__ if cls.__name__ == "AsyncClient"
+    )
+    return importlib.import_module(base.__module__.split(".")[0])
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptedReply:
+    """One scripted answer: an HTTP status with a JSON body, or a network failure."""
+
+    status: int = 200
+    body: Mapping[str, Any] | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    failure: str | None = None  # "timeout" or "connect"
+    delay: float = 0.0
+
+
+_ids = itertools.count(1)
+
+
+def chat_completion(
+    content: str | Mapping[str, Any] | None = None,
+    *,
+    tool_calls: Iterable[tuple[str, Mapping[str, Any]]] = (),
+    finish_reason: str | None = None,
+    prompt_tokens: int = 100,
+    completion_tokens: int = 20,
+    model: str = "scripted-model",
+    delay: float = 0.0,
+) -> ScriptedReply:
+    """A successful reply. A mapping `content` is sent as its JSON text (a judge's reply);
+    `tool_calls` are (name, arguments) pairs the assistant asks to run."""
+    text = json.dumps(content) if isinstance(content, Mapping) else content
+    number = next(_ids)
+    calls = [
+        {
+            "id": f"call_{number}_{index}",
+            "type": "function",
+            "function": {"name": name, "arguments": json.dumps(arguments)},
+        }
+        for index, (name, arguments) in enumerate(tool_calls)
+    ]
+    message: dict[str, Any] = {"role": "assistant", "content": text}
+    if calls:
+        message["tool_calls"] = calls
+    body = {
+        "id": f"chatcmpl-{number}",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": finish_reason or ("tool_calls" if calls else "stop"),
+                "message": message,
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
+    return ScriptedReply(body=body, delay=delay)
+
+
+def http_error(
+    status: int, message: str = "scripted error", headers: Mapping[str, str] | None = None
+) -> ScriptedReply:
+    body = {"error": {"message": message, "type": "scripted", "code": str(status)}}
+    return ScriptedReply(status=status, body=body, headers=dict(headers or {}))
+
+
+def network_failure(kind: str = "connect") -> ScriptedReply:
+    if kind not in ("connect", "timeout"):
+        raise ValueError("kind must be 'connect' or 'timeout'")
+    return ScriptedReply(failure=kind)
+
+
+Script = Iterable[ScriptedReply] | Callable[[dict[str, Any]], ScriptedReply]
+
+
+class ScriptedEndpoint:
+    """Answers requests in script order (or by calling the script with the request body).
+
+    When a list script runs out, further requests get a 500 so a test never hangs; `requests`
+    holds every parsed request body, in arrival order.
+    """
+
+    def __init__(self, script: Script) -> None:
+        self._lock = threading.Lock()
+        self._responder: Callable[[dict[str, Any]], ScriptedReply]
+        if callable(script):
+            self._responder = script
+        else:
+            queue = list(script)
+
+            def next_reply(_: dict[str, Any]) -> ScriptedReply:
+                return queue.pop(0) if queue else http_error(500, "script exhausted")
+
+            self._responder = next_reply
+        self.requests: list[dict[str, Any]] = []
+
+    def client(self, *, max_retries: int = 2, timeout: float = 30.0) -> AsyncOpenAI:
+        httpx = _http_module()
+        transport = httpx.MockTransport(self._handle)
+        return AsyncOpenAI(
+            api_key="sk-test-not-a-real-key",
+            base_url="http://scripted.test/v1",
+            max_retries=max_retries,
+            timeout=timeout,
+            http_client=httpx.AsyncClient(transport=transport),
+        )
+
+    async def _handle(self, request: Any) -> Any:
+        httpx = _http_module()
+        body = json.loads(request.content or b"{}")
+        with self._lock:
+            self.requests.append(body)
+            reply = self._responder(body)
+        if reply.delay:
+            await anyio.sleep(reply.delay)
+        if reply.failure == "timeout":
+            raise httpx.ReadTimeout("scripted timeout", request=request)
+        if reply.failure == "connect":
+            raise httpx.ConnectError("scripted connection failure", request=request)
+        return httpx.Response(
+            reply.status, json=dict(reply.body or {}), headers=dict(reply.headers)
+        )

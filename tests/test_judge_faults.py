@@ -1,0 +1,155 @@
+"""The fault matrix: every way a judge can fail ends as a failed result, with bounded requests."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from agentscore.judges import OpenAIJudge
+from agentscore.run import ScorerRun
+from agentscore.scorers import ScoreStatus, create_faithfulness_scorer
+from agentscore.testing import (
+    ScriptedEndpoint,
+    ScriptedReply,
+    chat_completion,
+    http_error,
+    network_failure,
+)
+from tests.seeds import PYTHON, verify_reply
+
+pytestmark = pytest.mark.anyio
+
+FAST_RETRY = {"retry-after-ms": "5"}
+RUN = ScorerRun(input=PYTHON.query, output=PYTHON.response)
+GOOD = chat_completion(verify_reply(PYTHON))
+
+
+async def score_with(script: list[ScriptedReply], *, retries: int = 2, stepwise: bool = False):  # type: ignore[no-untyped-def]
+    endpoint = ScriptedEndpoint(script)
+    judge = OpenAIJudge("judge-model", client=endpoint.client(max_retries=retries))
+    scorer = create_faithfulness_scorer(judge, context=PYTHON.context, stepwise=stepwise)
+    return await scorer.run(RUN), endpoint
+
+
+@pytest.mark.parametrize(
+    "bad_reply",
+    [
+        chat_completion("this is not json"),
+        chat_completion('{"claims": [{"claim": "Python was created'),
+        chat_completion('{"claims": [{"claim": "x", "verdict": "maybe", "reason": "r"}]}'),
+        chat_completion('{"claims": [{"claim": "x", "verdict": "yes"}]}'),
+        chat_completion('{"claims": [{"claim": "", "verdict": "yes", "reason": "r"}]}'),
+        chat_completion('{"claims": [{"claim": "x", "verdict": "yes", "reason": "r"', finish_reason="length"),
+        chat_completion(None),
+    ],
+    ids=["prose", "truncated", "unknown-verdict", "missing-field", "empty-claim", "length", "empty"],
+)
+async def test_invalid_reply_is_repaired_once(bad_reply: ScriptedReply) -> None:
+    result, endpoint = await score_with([bad_reply, GOOD])
+    assert result.status is ScoreStatus.SCORED
+    assert result.score == 0.5
+    assert len(endpoint.requests) == 2
+    assert result.judge_usage.calls == 2
+    repair = endpoint.requests[1]["messages"]
+    assert repair[-1]["role"] == "user"
+    assert "could not be used" in repair[-1]["content"]
+
+
+async def test_invalid_twice_is_a_failed_result_never_a_score() -> None:
+    bad = chat_completion('{"claims": "nope"}')
+    result, endpoint = await score_with([bad, bad, GOOD])
+    assert result.status is ScoreStatus.FAILED
+    assert result.score is None
+    assert result.passed is None
+    assert result.error is not None
+    assert result.error.type == "JudgeOutputError"
+    assert "after one repair attempt" in result.error.message
+    assert len(endpoint.requests) == 2
+
+
+async def test_wrong_verdict_count_in_stepwise_mode_is_repaired_then_fails() -> None:
+    claims = [claim for claim, _ in PYTHON.verdicts]
+    short = chat_completion({"verdicts": [{"claim": "x", "verdict": "yes", "reason": "r"}]})
+    result, endpoint = await score_with(
+        [chat_completion({"claims": claims}), short, short], stepwise=True
+    )
+    assert result.status is ScoreStatus.FAILED
+    assert result.error is not None and result.error.type == "JudgeOutputError"
+    assert "expected exactly 4 verdicts" in result.error.message
+    assert len(endpoint.requests) == 3
+    assert result.preprocess_step_result == claims  # what was done before the failure is kept
+
+
+async def test_code_fenced_json_is_accepted_without_repair() -> None:
+    fenced = chat_completion("```json\n" + GOOD.body["choices"][0]["message"]["content"] + "\n```")  # type: ignore[index]
+    result, endpoint = await score_with([fenced])
+    assert result.score == 0.5
+    assert len(endpoint.requests) == 1
+
+
+async def test_rate_limit_is_retried_honouring_retry_after() -> None:
+    result, endpoint = await score_with([http_error(429, headers=FAST_RETRY), GOOD])
+    assert result.status is ScoreStatus.SCORED
+    assert len(endpoint.requests) == 2
+
+
+@pytest.mark.parametrize(
+    ("reply", "error_type"),
+    [
+        (http_error(429, headers=FAST_RETRY), "JudgeRateLimitError"),
+        (http_error(503, headers=FAST_RETRY), "JudgeServerError"),
+        (network_failure("timeout"), "JudgeTimeoutError"),
+        (network_failure("connect"), "JudgeConnectionError"),
+    ],
+)
+async def test_persistent_transient_errors_fail_after_bounded_retries(
+    reply: ScriptedReply, error_type: str
+) -> None:
+    started = time.perf_counter()
+    result, endpoint = await score_with([reply] * 10, retries=2)
+    assert result.status is ScoreStatus.FAILED
+    assert result.error is not None and result.error.type == error_type
+    assert len(endpoint.requests) == 3  # the first try and two retries
+    assert time.perf_counter() - started < 10
+
+
+async def test_auth_failure_is_not_retried_and_leaks_no_key() -> None:
+    result, endpoint = await score_with(
+        [http_error(401, "Incorrect API key provided: sk-test-not-a-real-key")]
+    )
+    assert result.error is not None and result.error.type == "JudgeAuthError"
+    assert len(endpoint.requests) == 1
+    assert "sk-test" not in result.error.message
+    assert "sk-test" not in result.model_dump_json()
+
+
+async def test_unsupported_response_format_falls_back_and_is_remembered() -> None:
+    def server(body: dict[str, object]) -> ScriptedReply:
+        response_format = body.get("response_format")
+        if response_format is not None:
+            return http_error(400, f"response_format {response_format} is not supported")
+        return GOOD
+
+    endpoint = ScriptedEndpoint(server)
+    judge = OpenAIJudge("judge-model", client=endpoint.client(max_retries=0), use_cache=False)
+    scorer = create_faithfulness_scorer(judge, context=PYTHON.context)
+
+    first = await scorer.run(RUN)
+    assert first.score == 0.5
+    assert [r.get("response_format", {}).get("type") for r in endpoint.requests] == [  # type: ignore[attr-defined]
+        "json_schema",
+        "json_object",
+        None,
+    ]
+    assert judge.output_mode == "prompt"
+    assert '"verdict"' in endpoint.requests[2]["messages"][0]["content"]  # schema in the prompt
+
+    await scorer.run(RUN)
+    assert len(endpoint.requests) == 4  # straight to the mode that works
+
+
+async def test_other_bad_requests_are_not_mistaken_for_format_support() -> None:
+    result, endpoint = await score_with([http_error(400, "model 'judge-model' does not exist")])
+    assert result.error is not None and result.error.type == "JudgeRequestError"
+    assert len(endpoint.requests) == 1
