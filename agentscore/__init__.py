@@ -1,19 +1,38 @@
-"""agentscore: live scoring middleware for LLM agents."""
+"""agentscore: live scoring middleware for LLM agents.
 
+Attach scorers to an agent; every sampled generation is scored in the background by a judge
+and the result lands on the generation's OpenTelemetry trace.
+"""
+
+from agentscore.agent import Agent, AgentResult
 from agentscore.errors import AgentScoreError, JudgeError, JudgeOutputError
+from agentscore.evals import Evals, SampledScorer
+from agentscore.live.runner import Runner, RunnerStats, default_runner
 from agentscore.messages import Message, ToolCall
 from agentscore.result import ScoreResult, ScoreStatus
 from agentscore.run import ScorerRun
+from agentscore.telemetry import Telemetry
+from agentscore.tools import Tool, tool
 
 __all__ = [
+    "Agent",
+    "AgentResult",
     "AgentScoreError",
+    "Evals",
     "JudgeError",
     "JudgeOutputError",
     "Message",
+    "Runner",
+    "RunnerStats",
+    "SampledScorer",
     "ScoreResult",
     "ScoreStatus",
     "ScorerRun",
+    "Telemetry",
+    "Tool",
     "ToolCall",
+    "default_runner",
+    "tool",
 ]
 
 __version__ = "0.1.0"

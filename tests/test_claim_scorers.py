@@ -111,9 +111,7 @@ async def test_stepwise_mode_makes_three_calls_and_records_three_prompts() -> No
             chat_completion({"reason": "The score is 0.67 because the forecast is unverifiable."}),
         ]
     )
-    scorer = create_faithfulness_scorer(
-        judge_for(endpoint), context=GROWTH.context, stepwise=True
-    )
+    scorer = create_faithfulness_scorer(judge_for(endpoint), context=GROWTH.context, stepwise=True)
 
     result = await scorer.run(seed_run(GROWTH))
 
@@ -220,7 +218,9 @@ async def test_get_context_wins_over_static_context_and_sees_the_run() -> None:
 
     endpoint = ScriptedEndpoint([chat_completion(verify_reply(TESLA))])
     scorer = create_hallucination_scorer(
-        judge_for(endpoint), context=["static context that must not be used"], get_context=get_context
+        judge_for(endpoint),
+        context=["static context that must not be used"],
+        get_context=get_context,
     )
     run = seed_run(TESLA)
     result = await scorer.run(run)
@@ -250,7 +250,11 @@ async def test_faithfulness_without_context_uses_tool_results_in_the_output() ->
         {"role": "assistant", "content": "Order 42 has shipped."},
     ]
     endpoint = ScriptedEndpoint(
-        [chat_completion({"claims": [{"claim": "Order 42 has shipped.", "verdict": "yes", "reason": "r"}]})]
+        [
+            chat_completion(
+                {"claims": [{"claim": "Order 42 has shipped.", "verdict": "yes", "reason": "r"}]}
+            )
+        ]
     )
     result = await create_faithfulness_scorer(judge_for(endpoint)).run(
         ScorerRun(input="Where is order 42?", output=messages)

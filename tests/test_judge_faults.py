@@ -40,10 +40,20 @@ async def score_with(script: list[ScriptedReply], *, retries: int = 2, stepwise:
         chat_completion('{"claims": [{"claim": "x", "verdict": "maybe", "reason": "r"}]}'),
         chat_completion('{"claims": [{"claim": "x", "verdict": "yes"}]}'),
         chat_completion('{"claims": [{"claim": "", "verdict": "yes", "reason": "r"}]}'),
-        chat_completion('{"claims": [{"claim": "x", "verdict": "yes", "reason": "r"', finish_reason="length"),
+        chat_completion(
+            '{"claims": [{"claim": "x", "verdict": "yes", "reason": "r"', finish_reason="length"
+        ),
         chat_completion(None),
     ],
-    ids=["prose", "truncated", "unknown-verdict", "missing-field", "empty-claim", "length", "empty"],
+    ids=[
+        "prose",
+        "truncated",
+        "unknown-verdict",
+        "missing-field",
+        "empty-claim",
+        "length",
+        "empty",
+    ],
 )
 async def test_invalid_reply_is_repaired_once(bad_reply: ScriptedReply) -> None:
     result, endpoint = await score_with([bad_reply, GOOD])

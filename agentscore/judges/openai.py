@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
-import weakref
 from typing import Any, Literal, TypeVar
 
 import openai
 from openai import AsyncOpenAI
+from openai.types.chat import ChatCompletion
 from pydantic import BaseModel
 
+from agentscore._clients import LoopLocalClient
 from agentscore._redact import redact
 from agentscore.errors import (
     JudgeAuthError,
@@ -26,6 +26,10 @@ from agentscore.errors import (
 from agentscore.judges._cache import ResponseCache, cache_key
 from agentscore.judges._structured import parse_reply, strict_schema
 from agentscore.judges.base import JudgeReply, JudgeRequest, JudgeUsage
+from agentscore.messages import coerce_messages
+from agentscore.telemetry.core import current_telemetry
+from agentscore.telemetry.semconv import INPUT_MESSAGES
+from agentscore.telemetry.spans import chat_span, messages_attribute, record_chat_response
 
 __all__ = ["OpenAIJudge", "OutputMode"]
 
@@ -63,13 +67,13 @@ class OpenAIJudge:
         self._model = model
         self._base_url = base_url
         self._api_key = api_key
-        self._timeout = timeout
-        self._max_retries = max_retries
         self._temperature = temperature
-        self._client = client
-        # The SDK's HTTP pool is bound to the event loop that created it, so a judge used from
-        # several loops (the runner's thread, a caller's asyncio or trio loop) keeps one per loop.
-        self._clients: weakref.WeakKeyDictionary[object, AsyncOpenAI] = weakref.WeakKeyDictionary()
+        self._client = LoopLocalClient(
+            lambda: AsyncOpenAI(
+                api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
+            ),
+            shared=client,
+        )
         self._cache = (cache or ResponseCache()) if use_cache else None
         self.output_mode: OutputMode = output_mode
 
@@ -133,12 +137,7 @@ class OpenAIJudge:
         while True:
             calls += 1
             try:
-                response = await self._client_for_loop().chat.completions.create(
-                    model=self._model,
-                    messages=self._with_schema_hint(messages, schema),  # type: ignore[arg-type]
-                    temperature=self._temperature,
-                    **self._format_kwargs(output_type, schema),
-                )
+                response = await self._create(messages, output_type, schema)
             except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
                 if self.output_mode in _FALLBACK and _mentions_format(exc):
                     self.output_mode = _FALLBACK[self.output_mode]
@@ -158,6 +157,35 @@ class OpenAIJudge:
             output_tokens=tokens.completion_tokens if tokens else 0,
             duration_ms=(time.perf_counter() - started) * 1000,
         )
+
+    async def _create(
+        self, messages: list[dict[str, str]], output_type: type[BaseModel], schema: dict[str, Any]
+    ) -> ChatCompletion:
+        telemetry = current_telemetry()
+        sent = self._with_schema_hint(messages, schema)
+        with chat_span(
+            telemetry,
+            model=self._model,
+            provider=self.provider_name,
+            temperature=self._temperature,
+        ) as span:
+            if telemetry.capture_content and span.is_recording():
+                span.set_attribute(INPUT_MESSAGES, messages_attribute(coerce_messages(sent)))
+            response = await self._client.get().chat.completions.create(
+                model=self._model,
+                messages=sent,  # type: ignore[arg-type]
+                temperature=self._temperature,
+                **self._format_kwargs(output_type, schema),
+            )
+            record_chat_response(
+                span,
+                response_id=response.id,
+                response_model=response.model,
+                finish_reasons=[choice.finish_reason or "" for choice in response.choices],
+                input_tokens=response.usage.prompt_tokens if response.usage else None,
+                output_tokens=response.usage.completion_tokens if response.usage else None,
+            )
+            return response
 
     def _format_kwargs(
         self, output_type: type[BaseModel], schema: dict[str, Any]
@@ -184,21 +212,6 @@ class OpenAIJudge:
         )
         first, *rest = messages
         return [{"role": first["role"], "content": first["content"] + hint}, *rest]
-
-    def _client_for_loop(self) -> AsyncOpenAI:
-        if self._client is not None:
-            return self._client
-        loop = _current_loop_token()
-        client = self._clients.get(loop)
-        if client is None:
-            client = AsyncOpenAI(
-                api_key=self._api_key,
-                base_url=self._base_url,
-                timeout=self._timeout,
-                max_retries=self._max_retries,
-            )
-            self._clients[loop] = client
-        return client
 
     def _translate(self, exc: openai.OpenAIError) -> JudgeError:
         message = redact(str(exc), self._api_key)
@@ -229,12 +242,3 @@ def _repair_prompt(problem: ValueError, schema: dict[str, Any]) -> str:
         "that matches this JSON schema exactly, and nothing else:\n"
         + json.dumps(schema, separators=(",", ":"))
     )
-
-
-def _current_loop_token() -> object:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        import trio
-
-        return trio.lowlevel.current_trio_token()

@@ -149,23 +149,31 @@ class Scorer:
     def __repr__(self) -> str:
         return f"<Scorer {self.id!r} judge={self.judge.model_name!r}>"
 
-    async def run(self, run: ScorerRun | Mapping[str, Any]) -> ScoreResult:
-        """Score one run. Never raises (except cancellation): failures are failed results."""
+    async def run(
+        self, run: ScorerRun | Mapping[str, Any], *, timeout: float | None = None
+    ) -> ScoreResult:
+        """Score one run. Never raises (except cancellation): failures are failed results.
+
+        `timeout` (seconds) tightens the scorer's own budget for this run.
+        """
+        budget = min((t for t in (self.timeout, timeout) if t is not None), default=None)
         try:
             snapshot = run if isinstance(run, ScorerRun) else ScorerRun.model_validate(run)
         except Exception as exc:
-            return self._failed(ScorerRun(), exc, StepParams(run=ScorerRun(), judge=self.judge))
+            return self.failed_result(
+                ScorerRun(), exc, StepParams(run=ScorerRun(), judge=self.judge)
+            )
         params = StepParams(run=snapshot, judge=self.judge)
         try:
-            if self.timeout is None:
+            if budget is None:
                 return await self._run_steps(params)
-            with anyio.fail_after(self.timeout):
+            with anyio.fail_after(budget):
                 return await self._run_steps(params)
         except TimeoutError:
-            error = ScorerTimeoutError(f"scorer {self.id!r} exceeded its {self.timeout}s budget")
-            return self._failed(snapshot, error, params)
+            error = ScorerTimeoutError(f"scorer {self.id!r} exceeded its {budget}s budget")
+            return self.failed_result(snapshot, error, params)
         except Exception as exc:
-            return self._failed(snapshot, exc, params)
+            return self.failed_result(snapshot, exc, params)
 
     def run_sync(self, run: ScorerRun | Mapping[str, Any]) -> ScoreResult:
         """Blocking form of `run`, safe to call from sync code and from inside a running loop."""
@@ -236,7 +244,11 @@ class Scorer:
             "agent_name": run.agent_name,
         }
 
-    def _failed(self, run: ScorerRun, exc: Exception, params: StepParams) -> ScoreResult:
+    def failed_result(
+        self, run: ScorerRun, exc: Exception, params: StepParams | None = None
+    ) -> ScoreResult:
+        """The result of a run that could not be scored, keeping what was done before."""
+        params = params or StepParams(run=run, judge=self.judge)
         error = ScoreError(type=type(exc).__name__, message=redact(str(exc)) or repr(exc))
         _log.warning(
             "scorer_failed",

@@ -1,0 +1,46 @@
+"""One `AsyncOpenAI` client per event loop.
+
+The SDK's HTTP connection pool belongs to the loop that opened it; reusing it from another
+loop fails ("Event loop is closed", or hangs). Agents and judges are called from the
+caller's loop, from trio, and from agentscore's background loop, so each loop gets its own
+client, created once and reused for every call on that loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from collections.abc import Callable
+
+from openai import AsyncOpenAI
+
+__all__ = ["LoopLocalClient"]
+
+
+class LoopLocalClient:
+    def __init__(
+        self, factory: Callable[[], AsyncOpenAI], *, shared: AsyncOpenAI | None = None
+    ) -> None:
+        self._factory = factory
+        self._shared = shared
+        self._per_loop: weakref.WeakKeyDictionary[object, AsyncOpenAI] = weakref.WeakKeyDictionary()
+
+    def get(self) -> AsyncOpenAI:
+        """The client for the running loop; a client the user passed in is used everywhere."""
+        if self._shared is not None:
+            return self._shared
+        loop = _current_loop_token()
+        client = self._per_loop.get(loop)
+        if client is None:
+            client = self._factory()
+            self._per_loop[loop] = client
+        return client
+
+
+def _current_loop_token() -> object:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        import trio
+
+        return trio.lowlevel.current_trio_token()

@@ -1,0 +1,271 @@
+"""The background runner: scores submitted runs off the caller's path, bounded and accounted.
+
+`submit` is O(1), never blocks and never raises: a job goes into a bounded queue, or is
+dropped (counted, logged at a limited rate, reported to `on_drop`) when the queue is full.
+A dispatcher on agentscore's background loop runs queued jobs with a concurrency cap and a
+per-run timeout. At every moment: submitted = scored + failed + dropped + pending.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+import time
+import weakref
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import anyio
+import anyio.to_thread
+import structlog
+
+from agentscore.errors import ConfigurationError
+from agentscore.live._loop import BackgroundLoop, background_loop
+from agentscore.result import ScoreResult, ScoreStatus
+from agentscore.run import ScorerRun
+from agentscore.scorers.base import Scorer
+from agentscore.telemetry.core import Telemetry
+from agentscore.telemetry.evaluations import evaluate, record_dropped
+
+__all__ = ["DropHandler", "Runner", "RunnerStats", "ScoreJob", "ScoreSink", "default_runner"]
+
+_log = structlog.get_logger("agentscore.runner")
+
+ScoreSink = Callable[[ScoreResult], object]
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreJob:
+    """One scorer to run on one run; results go to `on_result` and the runner's sinks."""
+
+    scorer: Scorer
+    run: ScorerRun
+    telemetry: Telemetry | None = None
+    on_result: ScoreSink | None = None
+
+
+DropHandler = Callable[[ScoreJob, str], object]
+
+
+@dataclass(frozen=True, slots=True)
+class RunnerStats:
+    submitted: int
+    scored: int
+    failed: int
+    dropped: int
+    pending: int
+
+
+class Runner:
+    """Runs score jobs in the background. See the module docstring for the guarantees."""
+
+    def __init__(
+        self,
+        *,
+        max_queue: int = 10_000,
+        concurrency: int = 16,
+        run_timeout: float | None = 120.0,
+        on_drop: DropHandler | None = None,
+        on_score: ScoreSink | None = None,
+        drop_log_interval: float = 10.0,
+        loop: BackgroundLoop = background_loop,
+    ) -> None:
+        if max_queue < 1:
+            raise ConfigurationError("max_queue must be at least 1")
+        if concurrency < 1:
+            raise ConfigurationError("concurrency must be at least 1")
+        if run_timeout is not None and run_timeout <= 0:
+            raise ConfigurationError("run_timeout must be positive or None")
+        self.max_queue = max_queue
+        self.concurrency = concurrency
+        self.run_timeout = run_timeout
+        self._on_drop = on_drop
+        self._sinks: list[ScoreSink] = [on_score] if on_score else []
+        self._loop = loop
+        self._drop_log_interval = drop_log_interval
+
+        self._lock = threading.Lock()
+        self._idle_condition = threading.Condition(self._lock)
+        self._queue: deque[ScoreJob] = deque()
+        self._submitted = self._scored = self._failed = self._dropped = self._pending = 0
+        self._started = self._closed = self._stopping = False
+        self._dispatcher_idle = False
+        self._wakeup: anyio.Event | None = None
+        self._drops_unlogged = 0
+        self._last_drop_log = 0.0
+
+    def add_sink(self, sink: ScoreSink) -> None:
+        """Call `sink(result)` for every finished run (on the background loop; keep it quick)."""
+        self._sinks.append(sink)
+
+    def stats(self) -> RunnerStats:
+        with self._lock:
+            return RunnerStats(
+                self._submitted, self._scored, self._failed, self._dropped, self._pending
+            )
+
+    def submit(self, job: ScoreJob) -> bool:
+        """Queue `job`; False when it was dropped. Never blocks, never raises."""
+        try:
+            with self._lock:
+                self._submitted += 1
+                if self._closed or len(self._queue) >= self.max_queue:
+                    self._dropped += 1
+                    reason = "shutdown" if self._closed else "queue_full"
+                else:
+                    reason = None
+                    self._queue.append(job)
+                    self._pending += 1
+                    wake, self._dispatcher_idle = self._dispatcher_idle, False
+                    start = not self._started
+                    self._started = True
+            if reason is not None:
+                self._dropped_job(job, reason)
+                return False
+            if start:
+                self._start()
+            elif wake:
+                self._loop.call_soon(self._wake)
+            return True
+        except Exception as exc:  # the caller must never see scoring trouble
+            _log.error("submit_failed", error_type=type(exc).__name__)
+            return False
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until no job is queued or running; False if `timeout` (seconds) ran out first."""
+        if self._loop.in_loop_thread():
+            raise RuntimeError("flush() from the background loop would wait on itself")
+        with self._idle_condition:
+            return self._idle_condition.wait_for(lambda: self._pending == 0, timeout)
+
+    async def aflush(self, timeout: float | None = None) -> bool:
+        """`flush` for async callers (asyncio or trio): waits in a worker thread."""
+        return await anyio.to_thread.run_sync(self.flush, timeout, abandon_on_cancel=True)
+
+    def shutdown(self, timeout: float | None = 5.0) -> bool:
+        """Stop taking jobs, wait up to `timeout` for the queued ones, then stop the dispatcher.
+
+        Jobs submitted after shutdown are dropped with reason "shutdown". Returns whether
+        everything finished in time.
+        """
+        with self._lock:
+            self._closed = True
+        finished = self.flush(timeout)
+        with self._lock:
+            self._stopping = True
+            started = self._started
+        if started:
+            self._loop.call_soon(self._wake)
+        return finished
+
+    def _start(self) -> None:
+        self._loop.portal().start_task_soon(self._dispatch)
+        _started_runners.add(self)
+
+    def _wake(self) -> None:
+        if self._wakeup is not None:
+            self._wakeup.set()
+
+    async def _dispatch(self) -> None:
+        slots = anyio.Semaphore(self.concurrency)
+        async with anyio.create_task_group() as task_group:
+            while True:
+                # A slot first, then a job: waiting jobs stay in the bounded queue.
+                await slots.acquire()
+                job = await self._next_job()
+                if job is None:
+                    break
+                task_group.start_soon(self._execute, job, slots)
+
+    async def _next_job(self) -> ScoreJob | None:
+        """The next queued job, waiting while there is none; None once stopping."""
+        while True:
+            with self._lock:
+                if self._queue:
+                    return self._queue.popleft()
+                if self._stopping:
+                    return None
+                self._dispatcher_idle = True
+                self._wakeup = wakeup = anyio.Event()
+            await wakeup.wait()
+
+    async def _execute(self, job: ScoreJob, slots: anyio.Semaphore) -> None:
+        result: ScoreResult | None = None
+        try:
+            result = await self._score(job)
+            self._deliver(job, result)
+        finally:
+            slots.release()
+            with self._idle_condition:
+                if result is None or result.status is ScoreStatus.FAILED:  # None: cancelled
+                    self._failed += 1
+                else:
+                    self._scored += 1
+                self._pending -= 1
+                if self._pending == 0:
+                    self._idle_condition.notify_all()
+
+    def _deliver(self, job: ScoreJob, result: ScoreResult) -> None:
+        for sink in (job.on_result, *self._sinks):
+            if sink is None:
+                continue
+            try:
+                sink(result)
+            except Exception as exc:  # a sink must not stop the others or the dispatcher
+                _log.error("score_sink_failed", sink=repr(sink), error_type=type(exc).__name__)
+
+    async def _score(self, job: ScoreJob) -> ScoreResult:
+        try:
+            if job.telemetry is not None:
+                return await evaluate(job.telemetry, job.scorer, job.run, timeout=self.run_timeout)
+            return await job.scorer.run(job.run, timeout=self.run_timeout)
+        except Exception as exc:  # telemetry export trouble: the run still ends, as failed
+            return job.scorer.failed_result(job.run, exc)
+
+    def _dropped_job(self, job: ScoreJob, reason: str) -> None:
+        if job.telemetry is not None:
+            record_dropped(job.telemetry, job.scorer.id, job.run.agent_name)
+        if self._on_drop is not None:
+            try:
+                self._on_drop(job, reason)
+            except Exception as exc:
+                _log.error("on_drop_failed", error_type=type(exc).__name__)
+        now = time.monotonic()
+        with self._lock:
+            self._drops_unlogged += 1
+            if now - self._last_drop_log < self._drop_log_interval:
+                return
+            count, self._drops_unlogged, self._last_drop_log = self._drops_unlogged, 0, now
+        _log.warning(
+            "scorer_runs_dropped",
+            reason=reason,
+            count=count,
+            max_queue=self.max_queue,
+            scorer_id=job.scorer.id,
+        )
+
+
+_default_runner: Runner | None = None
+_default_lock = threading.Lock()
+_started_runners: weakref.WeakSet[Runner] = weakref.WeakSet()
+EXIT_TIMEOUT_ENV = "AGENTSCORE_EXIT_FLUSH_TIMEOUT"
+
+
+def default_runner() -> Runner:
+    """The process-wide runner agents use unless given their own."""
+    global _default_runner
+    with _default_lock:
+        if _default_runner is None:
+            _default_runner = Runner()
+        return _default_runner
+
+
+@atexit.register
+def _flush_at_exit() -> None:
+    """Give pending scores a bounded time to finish when the interpreter exits."""
+    deadline = time.monotonic() + float(os.environ.get(EXIT_TIMEOUT_ENV, "5"))
+    for runner in list(_started_runners):
+        if not runner.shutdown(max(0.0, deadline - time.monotonic())):
+            _log.warning("exit_flush_incomplete", pending=runner.stats().pending)

@@ -1,0 +1,82 @@
+"""Where agentscore's spans, log records and metrics go: the global providers or yours."""
+
+from __future__ import annotations
+
+import contextvars
+import os
+from dataclasses import dataclass, field
+
+from opentelemetry import _logs, metrics, trace
+from opentelemetry.metrics import Counter, Histogram, Meter, MeterProvider
+from opentelemetry.trace import Tracer, TracerProvider
+
+__all__ = ["CAPTURE_CONTENT_ENV", "Telemetry", "current_telemetry", "use_telemetry"]
+
+CAPTURE_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+_SCOPE = "agentscore"
+_VERSION = "0.1.0"
+
+
+def _capture_from_env() -> bool:
+    return os.environ.get(CAPTURE_CONTENT_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+@dataclass(slots=True)
+class _Instruments:
+    scores: Histogram
+    runs: Counter
+
+
+@dataclass(slots=True)
+class Telemetry:
+    """Providers for agentscore's telemetry; None means the global one (never replaced).
+
+    `capture_content`: put message content (prompts, answers, tool arguments and results,
+    scorer explanations that quote the answer) on spans and log records. Off unless set here
+    or by OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true.
+    """
+
+    tracer_provider: TracerProvider | None = None
+    logger_provider: _logs.LoggerProvider | None = None
+    meter_provider: MeterProvider | None = None
+    capture_content: bool = field(default_factory=_capture_from_env)
+    tracer: Tracer = field(init=False, repr=False)
+    logger: _logs.Logger = field(init=False, repr=False)
+    _instruments: _Instruments | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        # Proxies when the globals are not set yet: they follow a provider installed later.
+        self.tracer = trace.get_tracer(_SCOPE, _VERSION, tracer_provider=self.tracer_provider)
+        self.logger = _logs.get_logger(_SCOPE, _VERSION, logger_provider=self.logger_provider)
+
+    @property
+    def instruments(self) -> _Instruments:
+        if self._instruments is None:
+            meter: Meter = metrics.get_meter(_SCOPE, meter_provider=self.meter_provider)
+            self._instruments = _Instruments(
+                scores=meter.create_histogram(
+                    "gen_ai.evaluation.score",
+                    description="Scores of live evaluations, per scorer and agent",
+                ),
+                runs=meter.create_counter(
+                    "agentscore.evaluation.runs",
+                    unit="{run}",
+                    description="Sampled scorer runs by outcome: scored, failed or dropped",
+                ),
+            )
+        return self._instruments
+
+
+_current: contextvars.ContextVar[Telemetry | None] = contextvars.ContextVar(
+    "agentscore_telemetry", default=None
+)
+_default = Telemetry()
+
+
+def current_telemetry() -> Telemetry:
+    """The telemetry of the evaluation running in this context, else the global default."""
+    return _current.get() or _default
+
+
+def use_telemetry(telemetry: Telemetry) -> contextvars.Token[Telemetry | None]:
+    return _current.set(telemetry)

@@ -1,0 +1,142 @@
+"""Scores on the trace: an evaluation span and a gen_ai.evaluation.result log record.
+
+A span cannot change after it ends, and scores arrive after the agent's span has ended. So
+each result becomes (1) a log record, the GenAI conventions' evaluation event, and (2) an
+evaluation span for trace-only backends, both parented to the agent span's saved context.
+The judge's own chat spans nest under the evaluation span because scoring runs inside it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.context import Context
+from opentelemetry.trace import (
+    NonRecordingSpan,
+    SpanContext,
+    SpanKind,
+    Status,
+    StatusCode,
+    TraceFlags,
+)
+
+from agentscore.result import ScoreResult, ScoreStatus
+from agentscore.run import ScorerRun
+from agentscore.scorers.base import Scorer
+from agentscore.telemetry import semconv
+from agentscore.telemetry.core import Telemetry, _current, use_telemetry
+
+__all__ = ["evaluate", "evaluation_attributes", "parent_context", "record_dropped"]
+
+
+def parent_context(run: ScorerRun) -> Context | None:
+    """The agent span's context saved in the run, or None when the run was not traced."""
+    if not run.trace_id or not run.span_id:
+        return None
+    try:
+        span_context = SpanContext(
+            trace_id=int(run.trace_id, 16),
+            span_id=int(run.span_id, 16),
+            is_remote=False,
+            trace_flags=TraceFlags(TraceFlags.SAMPLED),
+        )
+    except ValueError:
+        return None
+    if not span_context.is_valid:
+        return None
+    return trace.set_span_in_context(NonRecordingSpan(span_context))
+
+
+async def evaluate(
+    telemetry: Telemetry, scorer: Scorer, run: ScorerRun, *, timeout: float | None
+) -> ScoreResult:
+    """Run `scorer` inside an evaluation span, then emit the result's event and metrics."""
+    parent = parent_context(run)
+    token = use_telemetry(telemetry)
+    try:
+        with telemetry.tracer.start_as_current_span(
+            f"evaluation {scorer.id}",
+            context=parent,
+            kind=SpanKind.INTERNAL,
+            attributes={
+                semconv.EVALUATION_NAME: scorer.id,
+                semconv.OPENINFERENCE_SPAN_KIND: "EVALUATOR",
+            },
+            record_exception=False,
+        ) as span:
+            result = await scorer.run(run, timeout=timeout)
+            attributes = evaluation_attributes(result, telemetry.capture_content)
+            span.set_attributes(attributes)
+            if result.error is not None:
+                span.set_status(Status(StatusCode.ERROR, result.error.type))
+    finally:
+        _current.reset(token)
+    telemetry.logger.emit(
+        event_name=semconv.EVALUATION_EVENT,
+        context=parent,
+        attributes=attributes,
+    )
+    _record_metrics(telemetry, result)
+    return result
+
+
+def record_dropped(telemetry: Telemetry, scorer_id: str, agent_name: str | None) -> None:
+    attributes = {semconv.EVALUATION_NAME: scorer_id, "agentscore.outcome": "dropped"}
+    if agent_name:
+        attributes[semconv.AGENT_NAME] = agent_name
+    telemetry.instruments.runs.add(1, attributes)
+
+
+def evaluation_attributes(result: ScoreResult, capture_content: bool) -> dict[str, Any]:
+    attributes: dict[str, Any] = {
+        semconv.EVALUATION_NAME: result.scorer_id,
+        "agentscore.score.status": result.status.value,
+        "agentscore.run.id": result.run_id,
+        "agentscore.judge.model": result.judge_model or "",
+        "agentscore.judge.calls": result.judge_usage.calls,
+        "agentscore.judge.cache_hits": result.judge_usage.cache_hits,
+        "agentscore.judge.input_tokens": result.judge_usage.input_tokens,
+        "agentscore.judge.output_tokens": result.judge_usage.output_tokens,
+    }
+    if result.score is not None:
+        attributes[semconv.EVALUATION_SCORE_VALUE] = result.score
+    if result.label is not None:
+        attributes[semconv.EVALUATION_SCORE_LABEL] = result.label
+    explanation = result.reason if capture_content else _content_free_explanation(result)
+    if explanation:
+        attributes[semconv.EVALUATION_EXPLANATION] = explanation
+    if result.response_id:
+        attributes[semconv.RESPONSE_ID] = result.response_id
+    if result.agent_name:
+        attributes[semconv.AGENT_NAME] = result.agent_name
+    if result.error is not None:
+        attributes[semconv.ERROR_TYPE] = result.error.type
+    return attributes
+
+
+def _content_free_explanation(result: ScoreResult) -> str:
+    """Counts of verdicts instead of the reason, which quotes the answer's claims."""
+    if result.error is not None:
+        return f"failed: {result.error.type}"
+    verdicts = (result.analyze_step_result or {}).get("verdicts")
+    if not isinstance(verdicts, list):
+        return ""
+    if not verdicts:
+        return "no claims to check"
+    counts = Counter(item.get("verdict") for item in verdicts if isinstance(item, dict))
+    return (
+        f"{len(verdicts)} claims: {counts.get('yes', 0)} supported, "
+        f"{counts.get('no', 0)} contradicted, {counts.get('unsure', 0)} unverifiable"
+    )
+
+
+def _record_metrics(telemetry: Telemetry, result: ScoreResult) -> None:
+    attributes = {semconv.EVALUATION_NAME: result.scorer_id}
+    if result.agent_name:
+        attributes[semconv.AGENT_NAME] = result.agent_name
+    outcome = "failed" if result.status is ScoreStatus.FAILED else "scored"
+    telemetry.instruments.runs.add(1, {**attributes, "agentscore.outcome": outcome})
+    if result.score is not None:
+        telemetry.instruments.scores.record(result.score, attributes)

@@ -1,0 +1,134 @@
+"""The agent's spans, per the GenAI conventions: invoke_agent, chat and execute_tool."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+
+from agentscore.messages import Message
+from agentscore.telemetry import semconv
+from agentscore.telemetry.core import Telemetry
+
+__all__ = ["agent_span", "chat_span", "messages_attribute", "record_chat_response", "tool_span"]
+
+
+@contextmanager
+def agent_span(
+    telemetry: Telemetry,
+    *,
+    agent_name: str,
+    model: str,
+    provider: str,
+    conversation_id: str | None,
+) -> Iterator[Span]:
+    attributes: dict[str, Any] = {
+        semconv.OPERATION_NAME: "invoke_agent",
+        semconv.PROVIDER_NAME: provider,
+        semconv.AGENT_NAME: agent_name,
+        semconv.REQUEST_MODEL: model,
+    }
+    if conversation_id:
+        attributes[semconv.CONVERSATION_ID] = conversation_id
+    with _span(telemetry, f"invoke_agent {agent_name}", SpanKind.INTERNAL, attributes) as span:
+        yield span
+
+
+@contextmanager
+def chat_span(
+    telemetry: Telemetry,
+    *,
+    model: str,
+    provider: str,
+    temperature: float | None = None,
+    agent_name: str | None = None,
+) -> Iterator[Span]:
+    attributes: dict[str, Any] = {
+        semconv.OPERATION_NAME: "chat",
+        semconv.PROVIDER_NAME: provider,
+        semconv.REQUEST_MODEL: model,
+    }
+    if temperature is not None:
+        attributes[semconv.REQUEST_TEMPERATURE] = temperature
+    if agent_name:
+        attributes[semconv.AGENT_NAME] = agent_name
+    with _span(telemetry, f"chat {model}", SpanKind.CLIENT, attributes) as span:
+        yield span
+
+
+@contextmanager
+def tool_span(telemetry: Telemetry, *, tool_name: str, call_id: str) -> Iterator[Span]:
+    attributes = {
+        semconv.OPERATION_NAME: "execute_tool",
+        semconv.TOOL_NAME: tool_name,
+        semconv.TOOL_CALL_ID: call_id,
+        semconv.TOOL_TYPE: "function",
+    }
+    with _span(telemetry, f"execute_tool {tool_name}", SpanKind.INTERNAL, attributes) as span:
+        yield span
+
+
+def record_chat_response(
+    span: Span,
+    *,
+    response_id: str | None,
+    response_model: str | None,
+    finish_reasons: Sequence[str],
+    input_tokens: int | None,
+    output_tokens: int | None,
+) -> None:
+    if not span.is_recording():
+        return
+    if response_id:
+        span.set_attribute(semconv.RESPONSE_ID, response_id)
+    if response_model:
+        span.set_attribute(semconv.RESPONSE_MODEL, response_model)
+    if finish_reasons:
+        span.set_attribute(semconv.RESPONSE_FINISH_REASONS, list(finish_reasons))
+    if input_tokens is not None:
+        span.set_attribute(semconv.USAGE_INPUT_TOKENS, input_tokens)
+    if output_tokens is not None:
+        span.set_attribute(semconv.USAGE_OUTPUT_TOKENS, output_tokens)
+
+
+def messages_attribute(messages: Sequence[Message]) -> str:
+    """Messages in the conventions' JSON shape: role plus parts (text, tool calls, responses)."""
+    return json.dumps([_semconv_message(message) for message in messages], ensure_ascii=False)
+
+
+def _semconv_message(message: Message) -> dict[str, Any]:
+    parts: list[dict[str, Any]] = []
+    if message.role == "tool":
+        parts.append(
+            {"type": "tool_call_response", "id": message.tool_call_id, "response": message.content}
+        )
+    elif message.content:
+        parts.append({"type": "text", "content": message.content})
+    parts.extend(
+        {"type": "tool_call", "id": call.id, "name": call.name, "arguments": call.arguments}
+        for call in message.tool_calls
+    )
+    return {"role": message.role, "parts": parts}
+
+
+@contextmanager
+def _span(
+    telemetry: Telemetry, name: str, kind: SpanKind, attributes: dict[str, Any]
+) -> Iterator[Span]:
+    # Exception messages are not recorded: provider errors can quote keys or content.
+    with telemetry.tracer.start_as_current_span(
+        name,
+        kind=kind,
+        attributes=attributes,
+        record_exception=False,
+        set_status_on_exception=False,
+    ) as span:
+        try:
+            yield span
+        except BaseException as exc:
+            span.set_attribute(semconv.ERROR_TYPE, type(exc).__qualname__)
+            span.set_status(Status(StatusCode.ERROR, type(exc).__qualname__))
+            raise

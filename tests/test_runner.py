@@ -1,0 +1,166 @@
+"""The background runner: bounded, never blocking, never raising, always accounted."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import anyio
+
+from agentscore.live.runner import Runner, ScoreJob
+from agentscore.result import ScoreStatus
+from agentscore.run import ScorerRun
+from agentscore.scorers import StepParams, create_scorer
+
+
+def sleeping_scorer(seconds: float, *, fail: bool = False, id: str = "sleepy") -> Any:
+    async def analyze(params: StepParams) -> float:
+        await anyio.sleep(seconds)
+        if fail:
+            raise RuntimeError("scorer broke")
+        return 1.0
+
+    return create_scorer(id=id, analyze=analyze, generate_score=lambda p: 0.75)
+
+
+def gated_scorer(gate: threading.Event, in_flight: list[int], peak: list[int]) -> Any:
+    async def analyze(params: StepParams) -> None:
+        in_flight[0] += 1
+        peak[0] = max(peak[0], in_flight[0])
+        # The gate is a threading.Event opened by the test thread; an anyio.Event can't be.
+        while not gate.is_set():  # noqa: ASYNC110
+            await anyio.sleep(0.005)
+        in_flight[0] -= 1
+
+    return create_scorer(id="gated", analyze=analyze, generate_score=lambda p: 1.0)
+
+
+def assert_identity(runner: Runner) -> None:
+    stats = runner.stats()
+    assert stats.submitted == stats.scored + stats.failed + stats.dropped + stats.pending
+
+
+def test_overflow_drops_are_counted_reported_and_never_block() -> None:
+    gate = threading.Event()
+    drops: list[str] = []
+    runner = Runner(max_queue=5, concurrency=1, on_drop=lambda job, reason: drops.append(reason))
+    scorer = gated_scorer(gate, [0], [0])
+
+    started = time.perf_counter()
+    accepted = [runner.submit(ScoreJob(scorer, ScorerRun(output=f"{i}"))) for i in range(50)]
+    elapsed = time.perf_counter() - started
+
+    assert elapsed < 0.5  # fifty submissions against a stuck worker return at once
+    # one job may already be running, so 5 or 6 were accepted; the rest dropped
+    assert 5 <= sum(accepted) <= 6
+    assert len(drops) == 50 - sum(accepted)
+    assert set(drops) == {"queue_full"}
+    assert_identity(runner)
+    gate.set()
+    assert runner.flush(timeout=10)
+    stats = runner.stats()
+    assert stats.scored == sum(accepted)
+    assert stats.dropped == len(drops)
+    assert stats.pending == 0
+    assert_identity(runner)
+
+
+def test_concurrency_cap_is_respected() -> None:
+    gate = threading.Event()
+    in_flight, peak = [0], [0]
+    runner = Runner(concurrency=3)
+    scorer = gated_scorer(gate, in_flight, peak)
+    for i in range(10):
+        runner.submit(ScoreJob(scorer, ScorerRun(output=f"{i}")))
+    time.sleep(0.2)
+    assert peak[0] == 3
+    gate.set()
+    assert runner.flush(timeout=10)
+    assert runner.stats().scored == 10
+
+
+def test_per_run_timeout_ends_as_a_failed_result() -> None:
+    results: list[Any] = []
+    runner = Runner(run_timeout=0.05, on_score=results.append)
+    runner.submit(ScoreJob(sleeping_scorer(5), ScorerRun(output="x")))
+    assert runner.flush(timeout=5)
+    [result] = results
+    assert result.status is ScoreStatus.FAILED
+    assert result.error.type == "ScorerTimeoutError"
+    assert runner.stats().failed == 1
+
+
+def test_scorer_exceptions_are_failed_results() -> None:
+    results: list[Any] = []
+    runner = Runner(on_score=results.append)
+    runner.submit(ScoreJob(sleeping_scorer(0, fail=True), ScorerRun(output="x")))
+    runner.submit(ScoreJob(sleeping_scorer(0), ScorerRun(output="y")))
+    assert runner.flush(timeout=5)
+    assert sorted(r.status.value for r in results) == ["failed", "scored"]
+    assert_identity(runner)
+
+
+def test_shutdown_flushes_pending_work_then_drops_new_submissions() -> None:
+    results: list[Any] = []
+    runner = Runner(concurrency=2, on_score=results.append)
+    for i in range(6):
+        runner.submit(ScoreJob(sleeping_scorer(0.1), ScorerRun(output=f"{i}")))
+    assert runner.shutdown(timeout=10)
+    assert len(results) == 6
+    assert runner.submit(ScoreJob(sleeping_scorer(0), ScorerRun(output="late"))) is False
+    stats = runner.stats()
+    assert (stats.scored, stats.dropped, stats.pending) == (6, 1, 0)
+    assert_identity(runner)
+
+
+def test_shutdown_timeout_reports_unfinished_work_and_accounting_still_holds() -> None:
+    runner = Runner(concurrency=1)
+    for i in range(3):
+        runner.submit(ScoreJob(sleeping_scorer(1.0), ScorerRun(output=f"{i}")))
+    assert runner.shutdown(timeout=0.1) is False
+    assert runner.stats().pending > 0
+    assert_identity(runner)
+
+
+def test_flush_waits_for_in_flight_work() -> None:
+    runner = Runner()
+    runner.submit(ScoreJob(sleeping_scorer(0.3), ScorerRun(output="x")))
+    assert runner.flush(timeout=0.05) is False
+    assert runner.flush(timeout=5) is True
+    assert runner.stats().scored == 1
+
+
+def test_submit_from_many_threads_keeps_the_identity() -> None:
+    runner = Runner(max_queue=100, concurrency=8)
+    scorer = sleeping_scorer(0.001)
+
+    def hammer() -> None:
+        for i in range(200):
+            runner.submit(ScoreJob(scorer, ScorerRun(output=f"{i}")))
+
+    threads = [threading.Thread(target=hammer) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert runner.flush(timeout=30)
+    stats = runner.stats()
+    assert stats.submitted == 800
+    assert stats.pending == 0
+    assert stats.scored + stats.dropped == 800
+    assert_identity(runner)
+
+
+def test_a_failing_on_drop_callback_is_contained() -> None:
+    def on_drop(job: ScoreJob, reason: str) -> None:
+        raise RuntimeError("callback broke")
+
+    runner = Runner(max_queue=1, concurrency=1, on_drop=on_drop)
+    gate = threading.Event()
+    scorer = gated_scorer(gate, [0], [0])
+    outcomes = [runner.submit(ScoreJob(scorer, ScorerRun(output=f"{i}"))) for i in range(5)]
+    assert outcomes.count(False) >= 3
+    gate.set()
+    assert runner.flush(timeout=5)
+    assert_identity(runner)
