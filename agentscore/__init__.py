@@ -12,6 +12,7 @@ from agentscore.messages import Message, ToolCall
 from agentscore.result import ScoreResult, ScoreStatus
 from agentscore.run import ScorerRun
 from agentscore.telemetry import Telemetry
+from agentscore.telemetry.setup import TelemetrySetup, setup_telemetry
 from agentscore.tools import Tool, tool
 
 __all__ = [
@@ -29,9 +30,11 @@ __all__ = [
     "ScoreStatus",
     "ScorerRun",
     "Telemetry",
+    "TelemetrySetup",
     "Tool",
     "ToolCall",
     "default_runner",
+    "setup_telemetry",
     "tool",
 ]
 

@@ -29,7 +29,16 @@ from agentscore.scorers.base import Scorer
 from agentscore.telemetry.core import Telemetry
 from agentscore.telemetry.evaluations import evaluate, record_dropped
 
-__all__ = ["DropHandler", "Runner", "RunnerStats", "ScoreJob", "ScoreSink", "default_runner"]
+__all__ = [
+    "DropHandler",
+    "Runner",
+    "RunnerStats",
+    "ScoreJob",
+    "ScoreSink",
+    "default_runner",
+    "flush_started_runners",
+    "shutdown_started_runners",
+]
 
 _log = structlog.get_logger("agentscore.runner")
 
@@ -262,10 +271,27 @@ def default_runner() -> Runner:
         return _default_runner
 
 
+def flush_started_runners(timeout: float) -> bool:
+    """Wait for every started runner's pending work, sharing one deadline."""
+    return _each_started_runner(timeout, Runner.flush)
+
+
+def shutdown_started_runners(timeout: float) -> bool:
+    """Shut down every started runner, sharing one deadline; True if all finished."""
+    return _each_started_runner(timeout, Runner.shutdown)
+
+
+def _each_started_runner(timeout: float, action: Callable[[Runner, float], bool]) -> bool:
+    deadline = time.monotonic() + timeout
+    finished = True
+    for runner in list(_started_runners):
+        if not action(runner, max(0.0, deadline - time.monotonic())):
+            finished = False
+            _log.warning("runner_not_drained", pending=runner.stats().pending)
+    return finished
+
+
 @atexit.register
 def _flush_at_exit() -> None:
     """Give pending scores a bounded time to finish when the interpreter exits."""
-    deadline = time.monotonic() + float(os.environ.get(EXIT_TIMEOUT_ENV, "5"))
-    for runner in list(_started_runners):
-        if not runner.shutdown(max(0.0, deadline - time.monotonic())):
-            _log.warning("exit_flush_incomplete", pending=runner.stats().pending)
+    shutdown_started_runners(float(os.environ.get(EXIT_TIMEOUT_ENV, "5")))

@@ -1,4 +1,7 @@
-"""OpenTelemetry: GenAI agent spans, evaluation results on the trace, and a setup helper."""
+"""OpenTelemetry: GenAI agent spans, evaluation results on the trace, and a setup helper.
+
+`setup_telemetry` lives in `agentscore.telemetry.setup` (also exported by `agentscore`).
+"""
 
 from agentscore.telemetry.core import CAPTURE_CONTENT_ENV, Telemetry
 

@@ -1,0 +1,184 @@
+"""One-call OpenTelemetry setup for applications that have none yet.
+
+With OTEL_EXPORTER_OTLP_ENDPOINT (or the per-signal OTEL_EXPORTER_OTLP_*_ENDPOINT variables)
+set, traces, logs and metrics go over OTLP/HTTP, configured by the standard OTEL_* variables.
+Otherwise spans and log records are appended to a local JSONL file. Providers that are
+already installed globally are left alone: the setup then only builds a `Telemetry` for
+agentscore's own use.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from opentelemetry import _logs, metrics, trace
+from opentelemetry.sdk._logs import LoggerProvider, ReadableLogRecord
+from opentelemetry.sdk._logs.export import (
+    BatchLogRecordProcessor,
+    LogRecordExporter,
+    LogRecordExportResult,
+)
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+from agentscore.errors import ConfigurationError
+from agentscore.live.runner import flush_started_runners
+from agentscore.telemetry.core import Telemetry
+
+__all__ = ["DEFAULT_JSONL_PATH", "JsonlExporter", "TelemetrySetup", "setup_telemetry"]
+
+DEFAULT_JSONL_PATH = "agentscore-traces.jsonl"
+_OTLP_VARIABLES = (
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+)
+
+
+class JsonlExporter(SpanExporter, LogRecordExporter):
+    """Appends spans and log records to a file, one JSON object per line."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        self._file: IO[str] | None = None
+
+    def export(  # type: ignore[override]
+        self, batch: Sequence[ReadableSpan] | Sequence[ReadableLogRecord]
+    ) -> SpanExportResult | LogRecordExportResult:
+        lines = [json.dumps(json.loads(item.to_json()), separators=(",", ":")) for item in batch]
+        is_spans = bool(batch) and isinstance(batch[0], ReadableSpan)
+        try:
+            with self._lock:
+                if self._file is None:
+                    self._file = self.path.open("a", encoding="utf-8")
+                self._file.write("".join(line + "\n" for line in lines))
+                self._file.flush()
+        except OSError:
+            return SpanExportResult.FAILURE if is_spans else LogRecordExportResult.FAILURE
+        return SpanExportResult.SUCCESS if is_spans else LogRecordExportResult.SUCCESS
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return True
+
+    def shutdown(self) -> None:
+        with self._lock:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
+
+
+@dataclass
+class TelemetrySetup:
+    """What `setup_telemetry` built. `shutdown` waits for pending scores, then flushes and
+    closes the exporters."""
+
+    telemetry: Telemetry
+    destination: str
+    installed_globally: bool
+    _tracer_provider: TracerProvider
+    _logger_provider: LoggerProvider
+    _meter_provider: MeterProvider | None
+    _closed: bool = field(default=False)
+
+    def shutdown(self, timeout: float = 5.0) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        flush_started_runners(timeout)
+        self._tracer_provider.shutdown()
+        self._logger_provider.shutdown()
+        if self._meter_provider is not None:
+            self._meter_provider.shutdown()
+
+
+def setup_telemetry(
+    service_name: str = "agentscore",
+    *,
+    jsonl_path: str | Path = DEFAULT_JSONL_PATH,
+    capture_content: bool | None = None,
+    resource_attributes: dict[str, str] | None = None,
+) -> TelemetrySetup:
+    """Export to OTLP/HTTP when OTEL_EXPORTER_OTLP_* is set, else to `jsonl_path`.
+
+    Installs the providers globally only where none is installed, so an application's own
+    OpenTelemetry setup always wins. Call `shutdown()` before exit (the CLI does).
+    """
+    resource = Resource.create({"service.name": service_name, **(resource_attributes or {})})
+    otlp = any(os.environ.get(variable) for variable in _OTLP_VARIABLES)
+    tracer_provider = TracerProvider(resource=resource)
+    logger_provider = LoggerProvider(resource=resource)
+    meter_provider: MeterProvider | None = None
+    if otlp:
+        span_exporter, log_exporter, metric_reader = _otlp_exporters()
+        tracer_provider.add_span_processor(BatchSpanProcessor(span_exporter))
+        logger_provider.add_log_record_processor(BatchLogRecordProcessor(log_exporter))
+        meter_provider = MeterProvider(resource=resource, metric_readers=[metric_reader])
+        destination = "OTLP/HTTP " + (
+            os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+            or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+        )
+    else:
+        exporter = JsonlExporter(jsonl_path)
+        tracer_provider.add_span_processor(BatchSpanProcessor(exporter))
+        logger_provider.add_log_record_processor(BatchLogRecordProcessor(exporter))
+        destination = str(Path(jsonl_path).resolve())
+
+    installed = _install_where_missing(tracer_provider, logger_provider, meter_provider)
+    options = {} if capture_content is None else {"capture_content": capture_content}
+    telemetry = Telemetry(
+        tracer_provider=tracer_provider,
+        logger_provider=logger_provider,
+        meter_provider=meter_provider,
+        **options,
+    )
+    setup = TelemetrySetup(
+        telemetry, destination, installed, tracer_provider, logger_provider, meter_provider
+    )
+    # Registered after the runners' own exit hook, so it runs first: scores, then exporters.
+    atexit.register(setup.shutdown)
+    return setup
+
+
+def _otlp_exporters() -> tuple[SpanExporter, LogRecordExporter, MetricReader]:
+    try:
+        from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+        from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    except ImportError as exc:
+        raise ConfigurationError(
+            "OTEL_EXPORTER_OTLP_ENDPOINT is set but the OTLP exporter is not installed: "
+            "pip install 'agentscore[otlp]'"
+        ) from exc
+    return (
+        OTLPSpanExporter(),
+        OTLPLogExporter(),
+        PeriodicExportingMetricReader(OTLPMetricExporter()),
+    )
+
+
+def _install_where_missing(
+    tracer_provider: TracerProvider,
+    logger_provider: LoggerProvider,
+    meter_provider: MeterProvider | None,
+) -> bool:
+    installed = False
+    if not isinstance(trace.get_tracer_provider(), TracerProvider):
+        trace.set_tracer_provider(tracer_provider)
+        installed = True
+    if not isinstance(_logs.get_logger_provider(), LoggerProvider):
+        _logs.set_logger_provider(logger_provider)
+    if meter_provider is not None and not isinstance(metrics.get_meter_provider(), MeterProvider):
+        metrics.set_meter_provider(meter_provider)
+    return installed

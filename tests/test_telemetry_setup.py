@@ -1,0 +1,94 @@
+"""setup_telemetry: a JSONL file by default, OTLP/HTTP from the standard variables."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from opentelemetry import trace
+
+from agentscore import Agent, Evals, Runner, setup_telemetry
+from agentscore.judges import OpenAIJudge
+from agentscore.scorers import create_faithfulness_scorer
+from tests.test_agent import agent_endpoint, judge_endpoint, lookup_order, tool_context
+
+
+def scored_agent(telemetry: object) -> Agent:
+    scorer = create_faithfulness_scorer(
+        OpenAIJudge("judge", client=judge_endpoint().client()), get_context=tool_context
+    )
+    return Agent(
+        "support",
+        "agent-model",
+        tools=[lookup_order],
+        client=agent_endpoint().client(),
+        evals=Evals(scorers=[scorer], runner=Runner()),
+        telemetry=telemetry,  # type: ignore[arg-type]
+    )
+
+
+def test_default_is_a_jsonl_file_with_spans_and_evaluation_events(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for variable in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+        monkeypatch.delenv(variable, raising=False)
+    path = tmp_path / "traces.jsonl"
+    global_provider = trace.get_tracer_provider()
+    setup = setup_telemetry("test-service", jsonl_path=path)
+    assert trace.get_tracer_provider() is global_provider  # the application's own setup wins
+    assert setup.installed_globally is False
+
+    agent = scored_agent(setup.telemetry)
+    result = agent.generate_sync("Where is order 42?")
+    setup.shutdown()  # flushes the pending score, then the exporters
+
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    names = {r.get("name") for r in records}
+    assert {"invoke_agent support", "chat agent-model", "evaluation faithfulness"} <= names
+    [event] = [r for r in records if r.get("event_name") == "gen_ai.evaluation.result"]
+    assert event["attributes"]["gen_ai.evaluation.score.value"] == 1.0
+    assert event["trace_id"].removeprefix("0x") == result.trace_id
+    assert agent.scores[0].score == 1.0
+
+
+class _Collector(BaseHTTPRequestHandler):
+    received: list[str] = []  # noqa: RUF012 - shared by the handler instances of one server
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        type(self).received.append(self.path)
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def collector() -> Iterator[tuple[str, list[str]]]:
+    _Collector.received = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Collector)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", _Collector.received
+    server.shutdown()
+
+
+def test_otlp_http_from_the_standard_variables(
+    collector: tuple[str, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    endpoint, received = collector
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
+    setup = setup_telemetry("test-service")
+    assert setup.destination == f"OTLP/HTTP {endpoint}"
+
+    scored_agent(setup.telemetry).generate_sync("Where is order 42?")
+    setup.shutdown()
+
+    assert "/v1/traces" in received
+    assert "/v1/logs" in received
+    assert "/v1/metrics" in received
