@@ -16,6 +16,7 @@ __all__ = [
     "ToolResult",
     "extract_tool_results",
     "format_tool_result",
+    "run_context",
 ]
 
 
@@ -84,3 +85,12 @@ class ContextParams:
 
 
 GetContext = Callable[[ContextParams], Sequence[str] | Awaitable[Sequence[str]]]
+
+
+def run_context(params: ContextParams) -> list[str]:
+    """A `get_context` for per-run context: the run's `request_context["context"]` when set
+    (batch items carry their own), else its tool results."""
+    own = params.run.request_context.get("context")
+    if own is not None:
+        return [own] if isinstance(own, str) else list(own)
+    return [format_tool_result(result) for result in extract_tool_results(params.run.output)]

@@ -202,7 +202,8 @@ class Scorer:
             reason = _reason_text(reason_value)
             self._trace("generate_reason", reason)
 
-        passed = self._passed(value)
+        # A run with nothing to judge neither passes nor fails.
+        passed = None if status is ScoreStatus.NO_CLAIMS else self._passed(value)
         return ScoreResult(
             **self._identity(params.run),
             status=status,

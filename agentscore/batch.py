@@ -1,0 +1,182 @@
+"""Batch evaluation: score a dataset, optionally running a target (an agent) on each item first."""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import anyio
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentscore.agent import Agent
+from agentscore.errors import ConfigurationError
+from agentscore.live._loop import background_loop
+from agentscore.messages import Message, coerce_messages
+from agentscore.result import ScoreResult, ScoreStatus
+from agentscore.run import ScorerRun
+from agentscore.scorers.base import Scorer
+
+__all__ = ["EvalItemResult", "EvalReport", "ScorerSummary", "run_evals", "run_evals_sync"]
+
+Target = Agent | Callable[[Any], Any]
+
+
+class EvalItemResult(BaseModel):
+    """One item: its position, the run that was scored, each scorer's result, or the error."""
+
+    model_config = ConfigDict(frozen=True)
+
+    index: int
+    run: ScorerRun | None = None
+    scorer_results: dict[str, ScoreResult] = Field(default_factory=dict)
+    error: str | None = None
+
+
+class ScorerSummary(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    scorer_id: str
+    mean: float | None
+    pass_rate: float | None
+    scored: int
+    failed: int
+
+
+class EvalReport(BaseModel):
+    """`scores` maps scorer id to its mean score over the items it scored."""
+
+    model_config = ConfigDict(frozen=True)
+
+    scores: dict[str, float | None]
+    summaries: dict[str, ScorerSummary]
+    items: list[EvalItemResult]
+
+
+async def run_evals(
+    data: Sequence[Mapping[str, Any]],
+    scorers: Sequence[Scorer],
+    target: Target | None = None,
+    *,
+    concurrency: int = 8,
+    on_item_complete: Callable[[EvalItemResult], object] | None = None,
+) -> EvalReport:
+    """Score every item of `data` with every scorer, `concurrency` items at a time.
+
+    An item is a mapping with `input`, and `output` unless a `target` produces it (an `Agent`,
+    or any sync or async callable taking the input); optional `ground_truth`, `context`
+    (kept in `run.request_context["context"]`, which `agentscore.context.run_context` reads)
+    and `id`. A failing
+    item is recorded with its error; it never stops the run.
+    """
+    if concurrency < 1:
+        raise ConfigurationError("concurrency must be at least 1")
+    if not scorers:
+        raise ConfigurationError("run_evals needs at least one scorer")
+    results: list[EvalItemResult | None] = [None] * len(data)
+    slots = anyio.Semaphore(concurrency)
+
+    async def one(index: int, item: Mapping[str, Any]) -> None:
+        async with slots:
+            outcome = await _evaluate_item(index, item, scorers, target)
+        results[index] = outcome
+        if on_item_complete is not None:
+            on_item_complete(outcome)
+
+    async with anyio.create_task_group() as task_group:
+        for index, item in enumerate(data):
+            task_group.start_soon(one, index, item)
+    items = [result for result in results if result is not None]
+    summaries = {scorer.id: summarize(scorer, items) for scorer in scorers}
+    return EvalReport(
+        scores={scorer_id: summary.mean for scorer_id, summary in summaries.items()},
+        summaries=summaries,
+        items=items,
+    )
+
+
+def run_evals_sync(
+    data: Sequence[Mapping[str, Any]],
+    scorers: Sequence[Scorer],
+    target: Target | None = None,
+    *,
+    concurrency: int = 8,
+    on_item_complete: Callable[[EvalItemResult], object] | None = None,
+) -> EvalReport:
+    """Blocking `run_evals`, safe from sync code and from inside a running loop."""
+
+    async def call() -> EvalReport:
+        return await run_evals(
+            data, scorers, target, concurrency=concurrency, on_item_complete=on_item_complete
+        )
+
+    return background_loop.call(call)
+
+
+def summarize(scorer: Scorer, items: Sequence[EvalItemResult]) -> ScorerSummary:
+    results = [item.scorer_results[scorer.id] for item in items if scorer.id in item.scorer_results]
+    scores = [
+        r.score for r in results if r.score is not None and r.status is not ScoreStatus.FAILED
+    ]
+    verdicts = [r.passed for r in results if r.passed is not None]
+    return ScorerSummary(
+        scorer_id=scorer.id,
+        mean=math.fsum(scores) / len(scores) if scores else None,
+        pass_rate=sum(verdicts) / len(verdicts) if verdicts else None,
+        scored=len(scores),
+        failed=sum(1 for r in results if r.status is ScoreStatus.FAILED),
+    )
+
+
+async def _evaluate_item(
+    index: int, item: Mapping[str, Any], scorers: Sequence[Scorer], target: Target | None
+) -> EvalItemResult:
+    try:
+        run = await _run_for(item, target)
+    except Exception as exc:
+        return EvalItemResult(index=index, error=f"{type(exc).__name__}: {exc}")
+    scored: dict[str, ScoreResult] = {}
+
+    async def score(scorer: Scorer) -> None:
+        scored[scorer.id] = await scorer.run(run)
+
+    async with anyio.create_task_group() as task_group:
+        for scorer in scorers:
+            task_group.start_soon(score, scorer)
+    return EvalItemResult(index=index, run=run, scorer_results=scored)
+
+
+async def _run_for(item: Mapping[str, Any], target: Target | None) -> ScorerRun:
+    if not isinstance(item, Mapping) or "input" not in item:
+        raise ValueError("an item needs an 'input'")
+    request_context = {"context": item["context"]} if item.get("context") is not None else {}
+    common: dict[str, Any] = {
+        "input": item["input"],
+        "ground_truth": item.get("ground_truth"),
+        "request_context": request_context,
+    }
+    if item.get("id") is not None:
+        common["run_id"] = str(item["id"])
+    if target is None:
+        if "output" not in item:
+            raise ValueError("an item needs an 'output' when no target is given")
+        return ScorerRun(output=item["output"], **common)
+    if isinstance(target, Agent):
+        result = await target.generate(item["input"], scorers=[])
+        return ScorerRun(
+            output=result.output,
+            trace_id=result.trace_id,
+            span_id=result.span_id,
+            response_id=result.response_id,
+            agent_name=target.name,
+            **common,
+        )
+    produced = target(item["input"])
+    if inspect.isawaitable(produced):
+        produced = await produced
+    return ScorerRun(output=_as_output(produced), **common)
+
+
+def _as_output(value: Any) -> list[Message]:
+    return coerce_messages(value if value is not None else "", default_role="assistant")

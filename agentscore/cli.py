@@ -1,0 +1,64 @@
+"""The `agentscore` command: `demo` and `eval`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+__all__ = ["main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="agentscore", description="Live faithfulness and hallucination scoring for agents."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    demo = commands.add_parser(
+        "demo",
+        help="run a support agent with live scorers (offline by default)",
+        description="Offline unless OPENAI_API_KEY, --model or --judge say otherwise.",
+    )
+    demo.add_argument("--model", help="agent model on an OpenAI-compatible endpoint")
+    demo.add_argument("--judge", help="'local' (default offline) or a judge model name")
+
+    evaluate = commands.add_parser("eval", help="score recorded runs from a JSONL file")
+    evaluate.add_argument(
+        "data", help="JSONL: one run per line (input, output or messages, context)"
+    )
+    evaluate.add_argument(
+        "--scorer", default="faithfulness,hallucination", help="comma-separated scorer names"
+    )
+    evaluate.add_argument("--judge", default="local", help="'local' or a judge model name")
+    evaluate.add_argument("--concurrency", type=int, default=8)
+    evaluate.add_argument("--out", help="results JSONL; rerunning with it skips scored records")
+    evaluate.add_argument(
+        "--fail-under",
+        type=float,
+        help="exit 1 if any scorer's pass rate is below this fraction (a CI gate)",
+    )
+    evaluate.add_argument("--threshold", type=float, default=0.5, help="pass threshold (0-1)")
+
+    args = parser.parse_args(argv)
+    if args.command == "demo":
+        from agentscore.demo import run_demo
+
+        return run_demo(model=args.model, judge=args.judge)
+    from agentscore._eval_file import EvalOptions, run_eval_file
+
+    return run_eval_file(
+        EvalOptions(
+            data=args.data,
+            scorers=[name.strip() for name in args.scorer.split(",") if name.strip()],
+            judge=args.judge,
+            concurrency=args.concurrency,
+            out=args.out,
+            fail_under=args.fail_under,
+            threshold=args.threshold,
+        )
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

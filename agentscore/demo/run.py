@@ -1,0 +1,111 @@
+"""`agentscore demo`: answer a few support questions and print their live scores."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from agentscore._table import render_table
+from agentscore.agent import Agent
+from agentscore.context import ContextParams, extract_tool_results, format_tool_result
+from agentscore.demo.support import (
+    INSTRUCTIONS,
+    QUESTIONS,
+    RECORDED_MODEL,
+    replay_client,
+    support_tools,
+)
+from agentscore.evals import Evals
+from agentscore.judges.resolve import resolve_judge
+from agentscore.result import ScoreResult
+from agentscore.scorers import create_faithfulness_scorer, create_hallucination_scorer
+from agentscore.telemetry.setup import setup_telemetry
+
+__all__ = ["run_demo"]
+
+
+def tool_results_context(params: ContextParams) -> list[str]:
+    """Context for the hallucination scorer: what the tools returned in this very run."""
+    return [format_tool_result(result) for result in extract_tool_results(params.run.output)]
+
+
+def run_demo(model: str | None = None, judge: str | None = None) -> int:
+    live_model = model or ("gpt-4o-mini" if os.environ.get("OPENAI_API_KEY") else None)
+    judge_name = judge or live_model or "local"
+    telemetry = setup_telemetry("agentscore-demo")
+    judge_object = resolve_judge(judge_name)
+    scorers = [
+        create_faithfulness_scorer(judge_object),
+        create_hallucination_scorer(judge_object, get_context=tool_results_context),
+    ]
+    agent = Agent(
+        name="support",
+        model=live_model or RECORDED_MODEL,
+        instructions=INSTRUCTIONS,
+        tools=support_tools(),
+        client=None if live_model else replay_client(),
+        evals=Evals(scorers=scorers, sampling=1.0),
+        telemetry=telemetry.telemetry,
+    )
+    print("agentscore demo: a support agent answers; two scorers judge it live, in the background")
+    if live_model:
+        print(f"  agent model : {live_model} (live endpoint)")
+    else:
+        print("  agent model : replayed from a recording shipped with agentscore")
+        print("                (no API key and no network needed)")
+    print(
+        f"  judge       : {judge_object.model_name}"
+        + (" (offline local judge)" if judge_name == "local" else "")
+    )
+    print(f"  traces      : {telemetry.destination}\n")
+
+    answers: list[tuple[str, str, str]] = []
+    started = time.perf_counter()
+    for question in QUESTIONS:
+        result = agent.generate_sync(question)
+        answers.append((result.run_id, question, result.text))
+        print(f"Q: {question}\nA: {result.text}\n")
+    generated = time.perf_counter() - started
+    finished = agent.flush(timeout=120)
+    scores: dict[tuple[str, str], ScoreResult] = {(s.run_id, s.scorer_id): s for s in agent.scores}
+    telemetry.shutdown()
+
+    rows = [
+        [
+            _clip(question, 48),
+            _cell(scores.get((run_id, "faithfulness"))),
+            _cell(scores.get((run_id, "hallucination"))),
+        ]
+        for run_id, question, _ in answers
+    ]
+    print(
+        render_table(
+            ["question", "faithfulness (higher=better)", "hallucination (lower=better)"], rows
+        )
+    )
+    stats = agent.runner.stats()
+    print(
+        f"\n{len(QUESTIONS)} answers in {generated:.2f}s; scorer runs: {stats.scored} scored, "
+        f"{stats.failed} failed, {stats.dropped} dropped, {stats.pending} pending"
+    )
+    for (run_id, scorer_id), score in sorted(scores.items()):
+        if score.status.value == "failed" and score.error is not None:
+            print(
+                f"  {scorer_id} failed on {run_id[:8]}: {score.error.type}: {score.error.message}"
+            )
+    print(f"Spans and gen_ai.evaluation.result events were written to {telemetry.destination}")
+    return 0 if finished else 1
+
+
+def _cell(result: ScoreResult | None) -> str:
+    if result is None:
+        return "missing"
+    if result.score is None:
+        return f"failed ({result.error.type if result.error else '?'})"
+    label = f" {result.label}" if result.label else ""
+    note = " (no claims)" if result.status.value == "no_claims" else ""
+    return f"{result.score:.2f}{label}{note}"
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
