@@ -1,0 +1,66 @@
+"""An agent with a live scorer exports to a real Phoenix; the score comes back on its trace."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+from agentscore import Agent, Evals, Runner, Telemetry
+from agentscore.judges import OpenAIJudge
+from agentscore.scorers import create_hallucination_scorer
+from tests.e2e.phoenix import PROJECT_NAME_ATTRIBUTE, PhoenixServer, Span, spans_named
+from tests.test_agent import agent_endpoint, judge_endpoint, lookup_order, tool_context
+
+pytestmark = pytest.mark.e2e
+
+
+def test_evaluation_span_lands_under_the_agent_trace_in_phoenix(phoenix: PhoenixServer) -> None:
+    project = f"agentscore-agent-{uuid.uuid4().hex[:8]}"
+    provider = TracerProvider(resource=Resource.create({PROJECT_NAME_ATTRIBUTE: project}))
+    provider.add_span_processor(
+        BatchSpanProcessor(OTLPSpanExporter(endpoint=phoenix.otlp_traces_endpoint, timeout=10))
+    )
+    scorer = create_hallucination_scorer(
+        OpenAIJudge("judge-model", client=judge_endpoint().client(max_retries=0)),
+        get_context=tool_context,
+    )
+    agent = Agent(
+        name="support",
+        model="agent-model",
+        tools=[lookup_order],
+        client=agent_endpoint().client(max_retries=0),
+        evals=Evals(scorers=[scorer], runner=Runner()),
+        telemetry=Telemetry(tracer_provider=provider),
+    )
+    try:
+        result = agent.generate_sync("Where is order 42?")
+        assert agent.flush(timeout=30)
+        assert provider.force_flush(timeout_millis=15_000)
+    finally:
+        provider.shutdown()
+
+    def arrived(spans: list[Span]) -> bool:
+        return bool(spans_named(spans, "evaluation hallucination")) and bool(
+            spans_named(spans, "invoke_agent support")
+        )
+
+    spans = phoenix.wait_for_spans(project, arrived, timeout=60)
+    [agent_row] = spans_named(spans, "invoke_agent support")
+    [evaluation] = spans_named(spans, "evaluation hallucination")
+    [judge_chat] = spans_named(spans, "chat judge-model")
+
+    assert agent_row["context"]["trace_id"] == result.trace_id
+    assert evaluation["context"]["trace_id"] == result.trace_id
+    assert evaluation["parent_id"] == result.span_id
+    assert evaluation["span_kind"] == "EVALUATOR"
+    attributes = evaluation["attributes"]
+    assert attributes["gen_ai.evaluation.name"] == "hallucination"
+    assert attributes["gen_ai.evaluation.score.value"] == pytest.approx(agent.scores[0].score)
+    assert attributes["gen_ai.evaluation.score.label"] == "pass"
+    assert judge_chat["parent_id"] == evaluation["context"]["span_id"]
+    assert judge_chat["attributes"]["gen_ai.usage.input_tokens"] == 100
