@@ -49,6 +49,8 @@ def run_eval_file(options: EvalOptions) -> int:
     items, malformed = _read_items(Path(options.data))
     for line, reason in malformed:
         print(f"agentscore eval: {options.data}:{line}: skipped: {reason}", file=sys.stderr)
+    if options.out:
+        _drop_partial_last_line(Path(options.out))
     done = _done_ids(Path(options.out)) if options.out else set()
     todo = [item for item in items if item["id"] not in done]
     if done:
@@ -150,6 +152,16 @@ def _item(record: object, line: int) -> dict[str, Any]:
         raise ValueError("'context' must be a string or a list of strings")
     coerce_messages(record["output"])  # reject unusable shapes here, with the line number
     return {**record, "id": str(record.get("id") or f"line-{line}")}
+
+
+def _drop_partial_last_line(path: Path) -> None:
+    """An interrupted run can leave half a line; cut it so new lines start clean."""
+    if not path.is_file():
+        return
+    with path.open("rb+") as file:
+        data = file.read()
+        if data and not data.endswith(b"\n"):
+            file.truncate(data.rfind(b"\n") + 1)
 
 
 def _done_ids(path: Path) -> set[str]:

@@ -1,0 +1,81 @@
+"""run_evals: targets, per-item failures, averages."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from agentscore import Agent
+from agentscore.batch import EvalItemResult, run_evals, run_evals_sync
+from agentscore.context import run_context
+from agentscore.scorers import create_faithfulness_scorer, create_hallucination_scorer
+from tests.test_agent import agent_endpoint, lookup_order
+
+CONTEXT = ["The first version of Python was released in 1991."]
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_recorded_outputs_are_scored_and_averaged() -> None:
+    data = [
+        {"input": "When?", "output": "Python was first released in 1991.", "context": CONTEXT},
+        {"input": "When?", "output": "Python was first released in 2005.", "context": CONTEXT},
+    ]
+    completed: list[EvalItemResult] = []
+    report = await run_evals(
+        data,
+        [create_faithfulness_scorer("local", get_context=run_context)],
+        on_item_complete=completed.append,
+    )
+    assert report.scores == {"faithfulness": 0.5}
+    assert report.summaries["faithfulness"].pass_rate == 0.5
+    assert sorted(item.index for item in completed) == [0, 1]
+
+
+async def test_a_failing_item_is_recorded_and_the_run_goes_on() -> None:
+    def target(question: str) -> str:
+        if question == "boom":
+            raise RuntimeError("target broke")
+        return "Python was first released in 1991."
+
+    data = [{"input": "boom"}, {"input": "When?", "context": CONTEXT}, {"no": "input"}]
+    report = await run_evals(
+        data, [create_hallucination_scorer("local", get_context=run_context)], target=target
+    )
+    errors = {item.index: item.error for item in report.items}
+    assert errors[0] == "RuntimeError: target broke"
+    assert errors[1] is None
+    assert errors[2] == "ValueError: an item needs an 'input'"
+    assert report.scores == {"hallucination": 0.0}
+
+
+async def test_an_agent_target_and_an_async_callable() -> None:
+    agent = Agent("support", "m", tools=[lookup_order], client=agent_endpoint().client())
+    scorer = create_faithfulness_scorer("local")  # context: the agent's tool results
+    report = await run_evals([{"input": "Where is order 42?"}], [scorer], target=agent)
+    [item] = report.items
+    assert item.run is not None and item.run.trace_id is not None
+    result = item.scorer_results["faithfulness"]
+    assert result.status.value == "scored"
+    assert result.context is not None
+    assert '"status": "shipped"' in result.context[0]
+
+    async def async_target(question: str) -> Any:
+        return [{"role": "assistant", "content": "Python was first released in 1991."}]
+
+    report = await run_evals(
+        [{"input": "When?", "context": CONTEXT}],
+        [create_faithfulness_scorer("local", get_context=run_context)],
+        target=async_target,
+    )
+    assert report.scores["faithfulness"] == 1.0
+
+
+def test_sync_form_from_plain_code() -> None:
+    report = run_evals_sync(
+        [{"input": "When?", "output": "Python was first released in 1991.", "context": CONTEXT}],
+        [create_faithfulness_scorer("local", get_context=run_context)],
+        concurrency=1,
+    )
+    assert report.scores["faithfulness"] == 1.0
