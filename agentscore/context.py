@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from agentscore.messages import Message, coerce_messages
+from agentscore.messages import Message, coerce_messages, pair_tool_calls
 from agentscore.run import ScorerRun
 
 __all__ = [
@@ -41,12 +41,10 @@ def extract_tool_results(output: object) -> list[ToolResult]:
     `role="tool"` messages) or the agent's `Message`s. Calls that never got a result are left out.
     """
     messages: Sequence[Message] = coerce_messages(output)
-    calls = {call.id: call for message in messages for call in message.tool_calls}
     results: list[ToolResult] = []
-    for message in messages:
+    for message, call in zip(messages, pair_tool_calls(messages), strict=True):
         if message.role != "tool":
             continue
-        call = calls.get(message.tool_call_id or "")
         results.append(
             ToolResult(
                 tool_name=message.name or (call.name if call else "") or "tool",

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from agentscore.judges.base import JudgeUsage
+
 __all__ = [
     "AgentScoreError",
     "ConfigurationError",
@@ -28,7 +33,9 @@ class ConfigurationError(AgentScoreError, ValueError):
 
 
 class JudgeError(AgentScoreError):
-    """A judge could not produce a verdict."""
+    """A judge could not produce a verdict. `usage` is what the attempt cost, when known."""
+
+    usage: JudgeUsage | None = None
 
 
 class JudgeOutputError(JudgeError):

@@ -22,6 +22,7 @@ __all__ = [
     "assistant_text",
     "coerce_messages",
     "last_user_text",
+    "pair_tool_calls",
 ]
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -118,15 +119,18 @@ def _content_text(content: object) -> str | None:
     """Flatten multi-part content (text parts only) into one string."""
     if content is None or isinstance(content, str):
         return content
-    if isinstance(content, Sequence):
-        texts: list[str] = []
-        for part in content:
-            if isinstance(part, str):
-                texts.append(part)
-            elif isinstance(part, Mapping) and isinstance(part.get("text"), str):
-                texts.append(part["text"])
-        return "\n".join(texts)
+    if isinstance(content, Sequence) and all(_is_content_part(part) for part in content):
+        return "\n".join(
+            part if isinstance(part, str) else part["text"]
+            for part in content
+            if isinstance(part, str) or isinstance(part.get("text"), str)
+        )
+    # Anything else (a tool's list or object result, a number) is data: keep it as JSON.
     return _to_json_text(content)
+
+
+def _is_content_part(part: object) -> bool:
+    return isinstance(part, str) or (isinstance(part, Mapping) and "type" in part)
 
 
 def _coerce_tool_call(call: object) -> ToolCall:
@@ -149,13 +153,27 @@ def _coerce_tool_call(call: object) -> ToolCall:
 
 def _attach_tool_names(messages: list[Message]) -> list[Message]:
     """Tool messages from the OpenAI wire format carry only the call id; recover the tool name."""
-    names = {call.id: call.name for message in messages for call in message.tool_calls}
-    return [
-        message.model_copy(update={"name": names[message.tool_call_id]})
-        if message.role == "tool" and message.name is None and message.tool_call_id in names
-        else message
-        for message in messages
-    ]
+    named: list[Message] = []
+    for message, call in zip(messages, pair_tool_calls(messages), strict=True):
+        if message.role == "tool" and message.name is None and call is not None:
+            message = message.model_copy(update={"name": call.name})
+        named.append(message)
+    return named
+
+
+def pair_tool_calls(messages: Sequence[Message]) -> list[ToolCall | None]:
+    """For each message, the call a tool message answers (None for other messages).
+
+    Pairs with the most recent call of that id before the result, because some servers reuse
+    ids such as "call_0" on every turn.
+    """
+    latest: dict[str, ToolCall] = {}
+    paired: list[ToolCall | None] = []
+    for message in messages:
+        latest.update((call.id, call) for call in message.tool_calls)
+        is_result = message.role == "tool" and message.tool_call_id is not None
+        paired.append(latest.get(message.tool_call_id or "") if is_result else None)
+    return paired
 
 
 def _to_json_text(value: object) -> str:

@@ -118,13 +118,6 @@ def test_non_string_tool_results_survive(content: object, expected: object) -> N
     assert result.result == expected
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "bug: messages._content_text treats any list content as multi-part content and keeps "
-        "only text parts, so a tool result given as a list of numbers or records becomes ''"
-    ),
-)
 @pytest.mark.parametrize(
     "content",
     [[1, 2, 3], [{"sku": "A1", "qty": 3}, {"sku": "B2", "qty": 0}]],
@@ -181,13 +174,6 @@ def test_parallel_tool_calls_pair_by_id_whatever_the_result_order() -> None:
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "bug: calls are indexed by id over the whole conversation, so when a server reuses "
-        "tool-call ids across turns a result is paired with the later call, not the preceding one"
-    ),
-)
 def test_a_reused_call_id_pairs_with_the_preceding_call() -> None:
     messages = [
         {"role": "assistant", "tool_calls": [call("call_0", "find_user", '{"name": "ada"}')]},

@@ -270,13 +270,6 @@ async def test_judge_prompt_validate_triggers_one_repair_request() -> None:
 
 
 @pytest.mark.anyio
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "bug: StepParams.ask adds JudgeUsage(calls=1) when the judge raises, so a judge that "
-        "sent a request and a repair before JudgeOutputError reports 1 call and 0 tokens"
-    ),
-)
 async def test_failed_judge_step_counts_every_request_sent() -> None:
     endpoint = ScriptedEndpoint([chat_completion("not json"), chat_completion("still not json")])
     result = await create_scorer(
@@ -511,13 +504,6 @@ async def test_a_failing_generate_reason_fails_the_run() -> None:
 
 
 @pytest.mark.anyio
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "bug: Scorer.run catches every TimeoutError as its own budget running out, so a step "
-        "raising TimeoutError is reported as ScorerTimeoutError ('exceeded its None budget')"
-    ),
-)
 @pytest.mark.parametrize("timeout", [None, 5.0])
 async def test_a_step_raising_timeout_error_is_not_the_scorer_budget(
     timeout: float | None,

@@ -61,10 +61,12 @@ class LocalJudge:
             return {
                 "reason": compose_reason(payload["mode"], payload["score"], payload["verdicts"])
             }
-        raise UnsupportedTaskError(
+        error = UnsupportedTaskError(
             f"the local judge cannot answer {task!r}; give this scorer an LLM judge "
             "(a model name or OpenAIJudge)"
         )
+        error.usage = JudgeUsage()  # refused before any work: nothing to count
+        raise error
 
 
 def _verdicts(claims: Sequence[str], context: Sequence[str], mode: Any) -> list[dict[str, Any]]:

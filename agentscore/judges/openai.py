@@ -101,23 +101,27 @@ class OpenAIJudge:
             {"role": "user", "content": request.prompt},
         ]
         usage = JudgeUsage()
-        reply_text, call_usage = await self._chat(messages, request.output_type, schema)
-        usage += call_usage
         try:
-            value = self._accept(reply_text, request)
-        except ValueError as first_problem:
-            messages += [
-                {"role": "assistant", "content": reply_text or ""},
-                {"role": "user", "content": _repair_prompt(first_problem, schema)},
-            ]
             reply_text, call_usage = await self._chat(messages, request.output_type, schema)
             usage += call_usage
             try:
                 value = self._accept(reply_text, request)
-            except ValueError as second_problem:
-                raise JudgeOutputError(
-                    f"invalid judge reply after one repair attempt: {second_problem}"
-                ) from None
+            except ValueError as first_problem:
+                messages += [
+                    {"role": "assistant", "content": reply_text or ""},
+                    {"role": "user", "content": _repair_prompt(first_problem, schema)},
+                ]
+                reply_text, call_usage = await self._chat(messages, request.output_type, schema)
+                usage += call_usage
+                try:
+                    value = self._accept(reply_text, request)
+                except ValueError as second_problem:
+                    raise JudgeOutputError(
+                        f"invalid judge reply after one repair attempt: {second_problem}"
+                    ) from None
+        except JudgeError as exc:
+            exc.usage = usage + (exc.usage or JudgeUsage())
+            raise
         if self._cache is not None:
             self._cache.put(key, value)
         return JudgeReply(value, usage)
@@ -142,9 +146,9 @@ class OpenAIJudge:
                 if self.output_mode in _FALLBACK and _mentions_format(exc):
                     self.output_mode = _FALLBACK[self.output_mode]
                     continue
-                raise self._translate(exc) from None
+                raise self._translate(exc, calls, started) from None
             except openai.OpenAIError as exc:
-                raise self._translate(exc) from None
+                raise self._translate(exc, calls, started) from None
             break
         choice = response.choices[0] if response.choices else None
         text = choice.message.content if choice else None
@@ -213,7 +217,7 @@ class OpenAIJudge:
         first, *rest = messages
         return [{"role": first["role"], "content": first["content"] + hint}, *rest]
 
-    def _translate(self, exc: openai.OpenAIError) -> JudgeError:
+    def _translate(self, exc: openai.OpenAIError, calls: int, started: float) -> JudgeError:
         message = redact(str(exc), self._api_key)
         error: JudgeError
         if isinstance(exc, openai.APITimeoutError):
@@ -228,6 +232,7 @@ class OpenAIJudge:
             error = JudgeServerError(f"judge endpoint failed ({exc.status_code}): {message}")
         else:
             error = JudgeRequestError(f"judge request rejected: {message}")
+        error.usage = JudgeUsage(calls=calls, duration_ms=(time.perf_counter() - started) * 1000)
         return error
 
 

@@ -9,6 +9,7 @@ per-run timeout. At every moment: submitted = scored + failed + dropped + pendin
 from __future__ import annotations
 
 import atexit
+import inspect
 import os
 import threading
 import time
@@ -79,6 +80,7 @@ class Runner:
         on_drop: DropHandler | None = None,
         on_score: ScoreSink | None = None,
         drop_log_interval: float = 10.0,
+        sink_timeout: float = 30.0,
         loop: BackgroundLoop = background_loop,
     ) -> None:
         if max_queue < 1:
@@ -94,6 +96,7 @@ class Runner:
         self._sinks: list[ScoreSink] = [on_score] if on_score else []
         self._loop = loop
         self._drop_log_interval = drop_log_interval
+        self.sink_timeout = sink_timeout
 
         self._lock = threading.Lock()
         self._idle_condition = threading.Condition(self._lock)
@@ -106,7 +109,9 @@ class Runner:
         self._last_drop_log = 0.0
 
     def add_sink(self, sink: ScoreSink) -> None:
-        """Call `sink(result)` for every finished run (on the background loop; keep it quick)."""
+        """Call `sink(result)` for every finished run, on the background loop: keep a sync
+        sink quick; an async sink (or one returning an awaitable) is awaited, bounded by
+        `sink_timeout`."""
         self._sinks.append(sink)
 
     def stats(self) -> RunnerStats:
@@ -204,7 +209,7 @@ class Runner:
         result: ScoreResult | None = None
         try:
             result = await self._score(job)
-            self._deliver(job, result)
+            await self._deliver(job, result)
         finally:
             slots.release()
             with self._idle_condition:
@@ -216,12 +221,15 @@ class Runner:
                 if self._pending == 0:
                     self._idle_condition.notify_all()
 
-    def _deliver(self, job: ScoreJob, result: ScoreResult) -> None:
+    async def _deliver(self, job: ScoreJob, result: ScoreResult) -> None:
         for sink in (job.on_result, *self._sinks):
             if sink is None:
                 continue
             try:
-                sink(result)
+                delivered = sink(result)
+                if inspect.isawaitable(delivered):
+                    with anyio.fail_after(self.sink_timeout):
+                        await delivered
             except Exception as exc:  # a sink must not stop the others or the dispatcher
                 _log.error("score_sink_failed", sink=repr(sink), error_type=type(exc).__name__)
 

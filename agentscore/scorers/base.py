@@ -18,7 +18,7 @@ import structlog
 from pydantic import BaseModel
 
 from agentscore._redact import redact
-from agentscore.errors import ConfigurationError, ScorerTimeoutError
+from agentscore.errors import ConfigurationError, JudgeError, ScorerTimeoutError
 from agentscore.judges.base import Judge, JudgeRequest, JudgeUsage
 from agentscore.judges.resolve import JudgeLike, resolve_judge
 from agentscore.live._loop import background_loop
@@ -91,8 +91,8 @@ class StepParams:
         self.prompts[self.step] = request.prompt
         try:
             reply = await self.judge.complete(request)
-        except BaseException:
-            self.usage += JudgeUsage(calls=1)
+        except JudgeError as exc:
+            self.usage += exc.usage if exc.usage is not None else JudgeUsage(calls=1)
             raise
         self.usage += reply.usage
         return reply.value
@@ -167,13 +167,13 @@ class Scorer:
         try:
             if budget is None:
                 return await self._run_steps(params)
-            with anyio.fail_after(budget):
+            with anyio.move_on_after(budget):
                 return await self._run_steps(params)
-        except TimeoutError:
-            error = ScorerTimeoutError(f"scorer {self.id!r} exceeded its {budget}s budget")
-            return self.failed_result(snapshot, error, params)
         except Exception as exc:
             return self.failed_result(snapshot, exc, params)
+        # Only our own deadline lands here; a TimeoutError raised by a step is a plain failure.
+        error = ScorerTimeoutError(f"scorer {self.id!r} exceeded its {budget}s budget")
+        return self.failed_result(snapshot, error, params)
 
     def run_sync(self, run: ScorerRun | Mapping[str, Any]) -> ScoreResult:
         """Blocking form of `run`, safe to call from sync code and from inside a running loop."""
