@@ -349,10 +349,10 @@ class Agent:
         for scorer in chosen:
             self.runner.submit(ScoreJob(scorer, run, self.telemetry, self._record_score))
 
-    def _record_score(self, result: ScoreResult) -> None:
+    def _record_score(self, result: ScoreResult) -> object:
         self._scores.append(result)
-        if self.evals.on_score is not None:
-            self.evals.on_score(result)
+        # An async on_score returns an awaitable, which the runner awaits.
+        return None if self.evals.on_score is None else self.evals.on_score(result)
 
 
 def _accepts(filter_: Any, run: ScorerRun) -> bool:

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -14,6 +11,7 @@ from opentelemetry import trace
 from agentscore import Agent, Evals, Runner, setup_telemetry
 from agentscore.judges import OpenAIJudge
 from agentscore.scorers import create_faithfulness_scorer
+from tests.http_collector import http_collector
 from tests.test_agent import agent_endpoint, judge_endpoint, lookup_order, tool_context
 
 
@@ -55,40 +53,16 @@ def test_default_is_a_jsonl_file_with_spans_and_evaluation_events(
     assert agent.scores[0].score == 1.0
 
 
-class _Collector(BaseHTTPRequestHandler):
-    received: list[str] = []  # noqa: RUF012 - shared by the handler instances of one server
+def test_otlp_http_from_the_standard_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    with http_collector() as collector:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.url)
+        setup = setup_telemetry("test-service")
+        assert setup.destination == f"OTLP/HTTP {collector.url}"
 
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        type(self).received.append(self.path)
-        self.send_response(200)
-        self.end_headers()
+        scored_agent(setup.telemetry).generate_sync("Where is order 42?")
+        setup.shutdown()
 
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-
-@pytest.fixture
-def collector() -> Iterator[tuple[str, list[str]]]:
-    _Collector.received = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Collector)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", _Collector.received
-    server.shutdown()
-
-
-def test_otlp_http_from_the_standard_variables(
-    collector: tuple[str, list[str]], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    endpoint, received = collector
-    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
-    setup = setup_telemetry("test-service")
-    assert setup.destination == f"OTLP/HTTP {endpoint}"
-
-    scored_agent(setup.telemetry).generate_sync("Where is order 42?")
-    setup.shutdown()
-
+    received = [request.path for request in collector.received]
     assert "/v1/traces" in received
     assert "/v1/logs" in received
     assert "/v1/metrics" in received

@@ -28,7 +28,13 @@ from agentscore.scorers.base import Scorer
 from agentscore.telemetry import semconv
 from agentscore.telemetry.core import Telemetry, _current, use_telemetry
 
-__all__ = ["evaluate", "evaluation_attributes", "parent_context", "record_dropped"]
+__all__ = [
+    "evaluate",
+    "evaluation_attributes",
+    "explanation_for",
+    "parent_context",
+    "record_dropped",
+]
 
 
 def parent_context(run: ScorerRun) -> Context | None:
@@ -104,7 +110,7 @@ def evaluation_attributes(result: ScoreResult, capture_content: bool) -> dict[st
         attributes[semconv.EVALUATION_SCORE_VALUE] = result.score
     if result.label is not None:
         attributes[semconv.EVALUATION_SCORE_LABEL] = result.label
-    explanation = result.reason if capture_content else _content_free_explanation(result)
+    explanation = explanation_for(result, capture_content)
     if explanation:
         attributes[semconv.EVALUATION_EXPLANATION] = explanation
     if result.response_id:
@@ -116,8 +122,11 @@ def evaluation_attributes(result: ScoreResult, capture_content: bool) -> dict[st
     return attributes
 
 
-def _content_free_explanation(result: ScoreResult) -> str:
-    """Counts of verdicts instead of the reason, which quotes the answer's claims."""
+def explanation_for(result: ScoreResult, capture_content: bool) -> str:
+    """The reason when content may be captured; else counts of verdicts, because the reason
+    quotes the answer's claims."""
+    if capture_content and result.reason:
+        return result.reason
     if result.error is not None:
         return f"failed: {result.error.type}"
     verdicts = (result.analyze_step_result or {}).get("verdicts")

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import time
+import urllib.request
 import uuid
+from typing import Any
 
 import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -13,6 +17,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from agentscore import Agent, Evals, Runner, Telemetry
 from agentscore.judges import OpenAIJudge
 from agentscore.scorers import create_hallucination_scorer
+from agentscore.telemetry.backends import PhoenixAnnotations
 from tests.e2e.phoenix import PROJECT_NAME_ATTRIBUTE, PhoenixServer, Span, spans_named
 from tests.test_agent import agent_endpoint, judge_endpoint, lookup_order, tool_context
 
@@ -34,7 +39,9 @@ def test_evaluation_span_lands_under_the_agent_trace_in_phoenix(phoenix: Phoenix
         model="agent-model",
         tools=[lookup_order],
         client=agent_endpoint().client(max_retries=0),
-        evals=Evals(scorers=[scorer], runner=Runner()),
+        evals=Evals(
+            scorers=[scorer], runner=Runner(), on_score=PhoenixAnnotations(phoenix.base_url)
+        ),
         telemetry=Telemetry(tracer_provider=provider),
     )
     try:
@@ -64,3 +71,21 @@ def test_evaluation_span_lands_under_the_agent_trace_in_phoenix(phoenix: Phoenix
     assert attributes["gen_ai.evaluation.score.label"] == "pass"
     assert judge_chat["parent_id"] == evaluation["context"]["span_id"]
     assert judge_chat["attributes"]["gen_ai.usage.input_tokens"] == 100
+
+    # The PhoenixAnnotations sink posted the score as an annotation on the agent span.
+    annotations = _wait_for_annotations(phoenix, project, result.span_id or "")
+    [annotation] = [a for a in annotations if a["name"] == "hallucination"]
+    assert annotation["annotator_kind"] == "LLM"
+    assert annotation["result"]["score"] == pytest.approx(agent.scores[0].score)
+    assert annotation["result"]["label"] == "pass"
+
+
+def _wait_for_annotations(phoenix: PhoenixServer, project: str, span_id: str) -> list[Any]:
+    url = f"{phoenix.base_url}/v1/projects/{project}/span_annotations?span_ids={span_id}"
+    deadline = time.monotonic() + 30
+    while True:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            data: list[Any] = json.loads(response.read())["data"]
+        if data or time.monotonic() > deadline:
+            return data
+        time.sleep(0.5)
