@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -164,3 +168,45 @@ def test_a_failing_on_drop_callback_is_contained() -> None:
     gate.set()
     assert runner.flush(timeout=5)
     assert_identity(runner)
+
+
+EXIT_SCRIPT = """
+import sys, time, anyio
+from agentscore.live.runner import Runner, ScoreJob
+from agentscore.run import ScorerRun
+from agentscore.scorers import create_scorer
+
+async def slow(params):
+    await anyio.sleep(float(sys.argv[1]))
+
+scorer = create_scorer(id="slow", analyze=slow, generate_score=lambda p: 1.0)
+runner = Runner(on_score=lambda result: print("scored", result.score, flush=True))
+runner.submit(ScoreJob(scorer, ScorerRun(output="x")))
+print("exiting", flush=True)
+"""
+
+
+def run_exit_script(job_seconds: float, exit_timeout: str) -> tuple[str, float]:
+    env = {**os.environ, "AGENTSCORE_EXIT_FLUSH_TIMEOUT": exit_timeout}
+    started = time.perf_counter()
+    completed = subprocess.run(
+        [sys.executable, "-c", EXIT_SCRIPT, str(job_seconds)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    assert completed.returncode == 0, completed.stderr
+    return completed.stdout, time.perf_counter() - started
+
+
+def test_pending_work_is_flushed_at_interpreter_exit() -> None:
+    out, _ = run_exit_script(job_seconds=0.5, exit_timeout="10")
+    assert out.splitlines() == ["exiting", "scored 1.0"]
+
+
+def test_exit_flush_is_bounded_in_time() -> None:
+    out, elapsed = run_exit_script(job_seconds=60, exit_timeout="0.5")
+    assert "scored" not in out
+    assert elapsed < 15

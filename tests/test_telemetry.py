@@ -213,3 +213,50 @@ def test_score_histogram_and_outcome_counters(otel: Otel) -> None:
         for p in metrics["agentscore.evaluation.runs"].data.data_points
     }
     assert "scored" in outcomes
+
+
+def test_a_failing_model_call_marks_the_agent_and_chat_spans(otel: Otel) -> None:
+    agent = Agent("support", "agent-model", client=ScriptedEndpoint([http_error(401)]).client())
+    with pytest.raises(Exception, match="scripted error"):
+        agent.generate_sync("hello")
+    spans = by_name(otel.spans.get_finished_spans())
+    for name in ("invoke_agent support", "chat agent-model"):
+        [span] = spans[name]
+        assert span.status.status_code is StatusCode.ERROR
+        assert span.attributes is not None
+        assert span.attributes["error.type"] == "AuthenticationError"
+    assert agent.runner.stats().submitted == 0
+
+
+def test_dropped_runs_are_counted_in_metrics(otel: Otel) -> None:
+    runner = Runner(max_queue=1, concurrency=1)
+    scorer = create_hallucination_scorer(
+        OpenAIJudge("judge-model", client=judge_endpoint(delay=0.5).client(max_retries=0)),
+        get_context=tool_context,
+        id="hallucination-dropped",
+    )
+    agent = Agent(
+        "support",
+        "agent-model",
+        tools=[lookup_order],
+        client=agent_endpoint().client(max_retries=0),
+        evals=Evals(scorers=[scorer], runner=runner),
+    )
+    for _ in range(5):
+        agent.generate_sync("Where is order 42?")
+    assert agent.flush(timeout=10)
+    dropped = runner.stats().dropped
+    assert dropped >= 2
+    data = otel.metrics.get_metrics_data()
+    assert data is not None
+    counted = sum(
+        point.value
+        for resource in data.resource_metrics
+        for scope in resource.scope_metrics
+        for metric in scope.metrics
+        if metric.name == "agentscore.evaluation.runs"
+        for point in metric.data.data_points
+        if point.attributes.get("agentscore.outcome") == "dropped"
+        and point.attributes.get("gen_ai.evaluation.name") == "hallucination-dropped"
+    )
+    assert counted == dropped
