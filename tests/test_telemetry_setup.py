@@ -66,3 +66,14 @@ def test_otlp_http_from_the_standard_variables(monkeypatch: pytest.MonkeyPatch) 
     assert "/v1/traces" in received
     assert "/v1/logs" in received
     assert "/v1/metrics" in received
+
+
+def test_a_traces_only_endpoint_exports_only_traces(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As for Phoenix, which has no OTLP logs or metrics endpoint."""
+    with http_collector() as collector:
+        monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT", raising=False)
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", f"{collector.url}/v1/traces")
+        setup = setup_telemetry("test-service")
+        scored_agent(setup.telemetry).generate_sync("Where is order 42?")
+        setup.shutdown()
+    assert {request.path for request in collector.received} == {"/v1/traces"}

@@ -16,6 +16,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import IO
 
 from opentelemetry import _logs, metrics, trace
@@ -26,7 +27,7 @@ from opentelemetry.sdk._logs.export import (
     LogRecordExportResult,
 )
 from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
+from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
@@ -38,12 +39,7 @@ from agentscore.telemetry.core import Telemetry
 __all__ = ["DEFAULT_JSONL_PATH", "JsonlExporter", "TelemetrySetup", "setup_telemetry"]
 
 DEFAULT_JSONL_PATH = "agentscore-traces.jsonl"
-_OTLP_VARIABLES = (
-    "OTEL_EXPORTER_OTLP_ENDPOINT",
-    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
-    "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT",
-    "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
-)
+_SIGNALS = ("TRACES", "LOGS", "METRICS")
 
 
 class JsonlExporter(SpanExporter, LogRecordExporter):
@@ -110,25 +106,28 @@ def setup_telemetry(
     capture_content: bool | None = None,
     resource_attributes: dict[str, str] | None = None,
 ) -> TelemetrySetup:
-    """Export to OTLP/HTTP when OTEL_EXPORTER_OTLP_* is set, else to `jsonl_path`.
+    """Export to OTLP/HTTP when an OTEL_EXPORTER_OTLP_*ENDPOINT is set (each signal where an
+    endpoint covers it), else spans and log records to `jsonl_path`.
 
     Installs the providers globally only where none is installed, so an application's own
     OpenTelemetry setup always wins. Call `shutdown()` before exit (the CLI does).
     """
     resource = Resource.create({"service.name": service_name, **(resource_attributes or {})})
-    otlp = any(os.environ.get(variable) for variable in _OTLP_VARIABLES)
     tracer_provider = TracerProvider(resource=resource)
     logger_provider = LoggerProvider(resource=resource)
     meter_provider: MeterProvider | None = None
-    if otlp:
-        span_exporter, log_exporter, metric_reader = _otlp_exporters()
-        tracer_provider.add_span_processor(BatchSpanProcessor(span_exporter))
-        logger_provider.add_log_record_processor(BatchLogRecordProcessor(log_exporter))
-        meter_provider = MeterProvider(resource=resource, metric_readers=[metric_reader])
-        destination = "OTLP/HTTP " + (
-            os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-            or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "")
-        )
+    if any(_otlp_endpoint(signal) for signal in _SIGNALS):
+        # Each signal goes over OTLP only where an endpoint covers it: Phoenix, for one,
+        # takes traces but has no logs or metrics endpoint.
+        exporters = _otlp_exporters()
+        if _otlp_endpoint("TRACES"):
+            tracer_provider.add_span_processor(BatchSpanProcessor(exporters.spans()))
+        if _otlp_endpoint("LOGS"):
+            logger_provider.add_log_record_processor(BatchLogRecordProcessor(exporters.logs()))
+        if _otlp_endpoint("METRICS"):
+            reader = PeriodicExportingMetricReader(exporters.metrics())
+            meter_provider = MeterProvider(resource=resource, metric_readers=[reader])
+        destination = "OTLP/HTTP " + (_otlp_endpoint("TRACES") or "(no traces endpoint)")
     else:
         exporter = JsonlExporter(jsonl_path)
         tracer_provider.add_span_processor(BatchSpanProcessor(exporter))
@@ -151,21 +150,21 @@ def setup_telemetry(
     return setup
 
 
-def _otlp_exporters() -> tuple[SpanExporter, LogRecordExporter, MetricReader]:
+def _otlp_endpoint(signal: str) -> str:
+    return os.environ.get(f"OTEL_EXPORTER_OTLP_{signal}_ENDPOINT") or os.environ.get(
+        "OTEL_EXPORTER_OTLP_ENDPOINT", ""
+    )
+
+
+def _otlp_exporters() -> ModuleType:
     try:
-        from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
-        from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from agentscore.telemetry import _otlp
     except ImportError as exc:
         raise ConfigurationError(
-            "OTEL_EXPORTER_OTLP_ENDPOINT is set but the OTLP exporter is not installed: "
+            "an OTEL_EXPORTER_OTLP_* endpoint is set but the OTLP exporter is not installed: "
             "pip install 'agentscore[otlp]'"
         ) from exc
-    return (
-        OTLPSpanExporter(),
-        OTLPLogExporter(),
-        PeriodicExportingMetricReader(OTLPMetricExporter()),
-    )
+    return _otlp
 
 
 def _install_where_missing(
