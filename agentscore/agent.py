@@ -15,7 +15,7 @@ from openai.types.chat import ChatCompletion
 from opentelemetry.trace import Span, Status, StatusCode
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentscore._clients import LoopLocalClient
+from agentscore._clients import LoopLocalClient, create_chat_completion
 from agentscore.errors import ConfigurationError
 from agentscore.evals import Evals, EvalsLike, SampledScorer
 from agentscore.live._loop import BackgroundLoop
@@ -234,16 +234,15 @@ class Agent:
         ) as span:
             if self.telemetry.capture_content and span.is_recording():
                 span.set_attribute(semconv.INPUT_MESSAGES, messages_attribute(messages))
-            options: dict[str, Any] = {}
+            body: dict[str, Any] = {
+                "model": self.model,
+                "messages": [message.to_openai() for message in messages],
+            }
             if self._tool_definitions:
-                options["tools"] = self._tool_definitions
+                body["tools"] = self._tool_definitions
             if self.temperature is not None:
-                options["temperature"] = self.temperature
-            response = await self._client.get().chat.completions.create(
-                model=self.model,
-                messages=[m.to_openai() for m in messages],  # type: ignore[misc]
-                **options,
-            )
+                body["temperature"] = self.temperature
+            response = await create_chat_completion(self._client.get(), body)
             record_chat_response(
                 span,
                 response_id=response.id,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any, TypeVar
@@ -15,8 +16,13 @@ T = TypeVar("T", bound=BaseModel)
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
 
 
+@functools.cache
 def strict_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """The model's JSON schema in the form OpenAI's strict structured outputs accept."""
+    """The model's JSON schema in the form OpenAI's strict structured outputs accept.
+
+    Memoised: building it costs more CPU than the rest of a judge request. Treat the returned
+    dict as read-only.
+    """
     schema: dict[str, Any] = _tighten(model.model_json_schema())
     return schema
 

@@ -11,7 +11,7 @@ from openai import AsyncOpenAI
 from openai.types.chat import ChatCompletion
 from pydantic import BaseModel
 
-from agentscore._clients import LoopLocalClient
+from agentscore._clients import LoopLocalClient, create_chat_completion
 from agentscore._redact import redact
 from agentscore.errors import (
     JudgeAuthError,
@@ -175,11 +175,14 @@ class OpenAIJudge:
         ) as span:
             if telemetry.capture_content and span.is_recording():
                 span.set_attribute(INPUT_MESSAGES, messages_attribute(coerce_messages(sent)))
-            response = await self._client.get().chat.completions.create(
-                model=self._model,
-                messages=sent,  # type: ignore[arg-type]
-                temperature=self._temperature,
-                **self._format_kwargs(output_type, schema),
+            response = await create_chat_completion(
+                self._client.get(),
+                {
+                    "model": self._model,
+                    "messages": sent,
+                    "temperature": self._temperature,
+                    **self._format_kwargs(output_type, schema),
+                },
             )
             record_chat_response(
                 span,
