@@ -243,14 +243,7 @@ class Agent:
             if self.temperature is not None:
                 body["temperature"] = self.temperature
             response = await create_chat_completion(self._client.get(), body)
-            record_chat_response(
-                span,
-                response_id=response.id,
-                response_model=response.model,
-                finish_reasons=[c.finish_reason or "" for c in response.choices],
-                input_tokens=response.usage.prompt_tokens if response.usage else None,
-                output_tokens=response.usage.completion_tokens if response.usage else None,
-            )
+            record_chat_response(span, response)
             if self.telemetry.capture_content and span.is_recording() and response.choices:
                 reply = _assistant_message(response.choices[0].message)
                 span.set_attribute(semconv.OUTPUT_MESSAGES, messages_attribute([reply]))

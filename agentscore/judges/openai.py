@@ -184,14 +184,7 @@ class OpenAIJudge:
                     **self._format_kwargs(output_type, schema),
                 },
             )
-            record_chat_response(
-                span,
-                response_id=response.id,
-                response_model=response.model,
-                finish_reasons=[choice.finish_reason or "" for choice in response.choices],
-                input_tokens=response.usage.prompt_tokens if response.usage else None,
-                output_tokens=response.usage.completion_tokens if response.usage else None,
-            )
+            record_chat_response(span, response)
             return response
 
     def _format_kwargs(

@@ -7,6 +7,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from openai.types.chat import ChatCompletion
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from agentscore.messages import Message
@@ -71,27 +72,20 @@ def tool_span(telemetry: Telemetry, *, tool_name: str, call_id: str) -> Iterator
         yield span
 
 
-def record_chat_response(
-    span: Span,
-    *,
-    response_id: str | None,
-    response_model: str | None,
-    finish_reasons: Sequence[str],
-    input_tokens: int | None,
-    output_tokens: int | None,
-) -> None:
+def record_chat_response(span: Span, response: ChatCompletion) -> None:
+    """The response attributes of a chat span: id, model, finish reasons, token usage."""
     if not span.is_recording():
         return
-    if response_id:
-        span.set_attribute(semconv.RESPONSE_ID, response_id)
-    if response_model:
-        span.set_attribute(semconv.RESPONSE_MODEL, response_model)
-    if finish_reasons:
-        span.set_attribute(semconv.RESPONSE_FINISH_REASONS, list(finish_reasons))
-    if input_tokens is not None:
-        span.set_attribute(semconv.USAGE_INPUT_TOKENS, input_tokens)
-    if output_tokens is not None:
-        span.set_attribute(semconv.USAGE_OUTPUT_TOKENS, output_tokens)
+    if response.id:
+        span.set_attribute(semconv.RESPONSE_ID, response.id)
+    if response.model:
+        span.set_attribute(semconv.RESPONSE_MODEL, response.model)
+    reasons = [choice.finish_reason for choice in response.choices if choice.finish_reason]
+    if reasons:
+        span.set_attribute(semconv.RESPONSE_FINISH_REASONS, reasons)
+    if response.usage is not None:
+        span.set_attribute(semconv.USAGE_INPUT_TOKENS, response.usage.prompt_tokens)
+        span.set_attribute(semconv.USAGE_OUTPUT_TOKENS, response.usage.completion_tokens)
 
 
 def messages_attribute(messages: Sequence[Message]) -> str:
