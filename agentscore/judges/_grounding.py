@@ -1,0 +1,379 @@
+"""Offline grounding engine: decides whether each claim is supported by, contradicts, or is
+absent from a context, with lexical alignment plus number, entity, negation and antonym checks.
+
+Deterministic, stdlib only. The context is prepared once per call (sentences, stems, numbers,
+an inverted index with IDF weights) and every claim is scored against that. See
+docs/local-judge.md for what this catches and what it misses compared with an LLM judge.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from agentscore.judges._grounding_lexicon import (
+    SPECULATIVE,
+    SPECULATIVE_PHRASES,
+    SUBJECTIVE,
+)
+from agentscore.judges._grounding_numbers import Number
+from agentscore.judges._grounding_parse import CALENDAR_TERMS, Parsed, parse
+from agentscore.judges._grounding_split import MAX_CLAIMS, split_claims
+from agentscore.judges._grounding_text import ANTONYMS, canon, context_sentences, words
+
+__all__ = [
+    "MAX_CLAIMS",
+    "SUPPORT_THRESHOLD",
+    "ClaimCheck",
+    "Mode",
+    "Verdict",
+    "check_claims",
+    "split_claims",
+]
+
+Verdict = Literal["yes", "no", "unsure"]
+Mode = Literal["faithfulness", "hallucination"]
+
+# "yes" needs this share of a claim's content words (numbers weigh NUMBER_WEIGHT words) to
+# occur in the context. Low on purpose: paraphrase leaves many words unmatched, while made-up
+# facts are caught by the hard checks (numbers, names, contradictions). Chosen on the
+# even-indexed half of the benchmark data (benchmarks/accuracy.py --sweep), reported on all.
+SUPPORT_THRESHOLD = 0.4
+# A number is the most specific thing a claim says; matching one counts like two words.
+NUMBER_WEIGHT = 2.0
+# Claims with at most this many content words must match every one of them.
+SHORT_CLAIM = 3
+# Names sharing their first letters are the same name ("Libya" / "Libyan").
+NAME_PREFIX = 5
+# Share of claim words the best-aligned sentence must share before a differing value there
+# counts as a contradiction rather than as a sentence about something else.
+ALIGN_FOR_CONFLICT = 0.5
+ALIGN_FOR_NEGATION = 0.5
+# A name swap needs the rest of the claim to restate the sentence almost entirely.
+NAME_SWAP_OVERLAP = 0.75
+_QUOTE = 160
+_APPROX = 0.1  # relative tolerance when either side hedges ("about 500", "approximately 480")
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimCheck:
+    """The verdict on one claim, with the context sentence it was judged against."""
+
+    claim: str
+    verdict: Verdict
+    reason: str
+    evidence: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Context:
+    sentences: tuple[Parsed, ...]
+    index: dict[str, tuple[int, ...]]
+    idf: dict[str, float]
+    vocabulary: frozenset[str]
+    pairs: frozenset[tuple[str, str]]  # adjacent word pairs anywhere in the context
+    numeric: tuple[int, ...]  # sentences that mention a number
+    numbers: tuple[Number, ...]  # every number in the context
+    prefixes: frozenset[str]  # NAME_PREFIX-letter starts of context words
+    number_weight: float  # alignment weight of a matched number: as rare as the rarest word
+
+
+def check_claims(
+    claims: Sequence[str], context: Sequence[str], *, mode: Mode = "faithfulness"
+) -> list[ClaimCheck]:
+    """One verdict per claim, in order. See the module doc for what yes / no / unsure mean."""
+    prepared = _prepare(context)
+    return [_check(claim if isinstance(claim, str) else str(claim), prepared, mode)
+            for claim in claims]  # fmt: skip
+
+
+# --- preparation ----------------------------------------------------------------------------
+
+
+def _prepare(context: Sequence[str]) -> _Context:
+    parsed = (
+        parse(sentence)
+        for item in context
+        for sentence in context_sentences(item if isinstance(item, str) else str(item))
+    )
+    # A question asserts nothing, so it cannot support or contradict a claim.
+    sentences = tuple(s for s in parsed if not s.question)
+    postings: dict[str, list[int]] = {}
+    for i, sentence in enumerate(sentences):
+        for term in sentence.terms:
+            postings.setdefault(term, []).append(i)
+    total = len(sentences)
+    idf = {term: math.log(1 + total / len(ids)) for term, ids in postings.items()}
+    index = {term: tuple(ids) for term, ids in postings.items()}
+    numeric = tuple(i for i, s in enumerate(sentences) if s.numbers)
+    pairs = frozenset().union(*(s.pairs for s in sentences))
+    weight = math.log(1 + total) + 1
+    numbers = tuple(n for s in sentences for n in s.numbers)
+    prefixes = frozenset(t[:NAME_PREFIX] for t in postings if len(t) >= NAME_PREFIX)
+    return _Context(
+        sentences, index, idf, frozenset(postings), pairs, numeric, numbers, prefixes, weight
+    )
+
+
+# --- checking -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Alignment:
+    best: Parsed | None
+    unmatched: float  # claim content (numbers weigh NUMBER_WEIGHT words) not in the context
+    total: float  # all claim content, same weighting
+    best_overlap: float  # share of claim words (not numbers) found in the best sentence
+
+
+def _check(claim: str, context: _Context, mode: Mode) -> ClaimCheck:
+    parsed = parse(claim)
+    if not parsed.terms and not parsed.numbers:
+        return ClaimCheck(claim, "unsure", "The claim states nothing checkable.", None)
+    alignment = _align(parsed, context)
+    best = alignment.best
+    if best is None:
+        return ClaimCheck(claim, "unsure", "No context sentence matched the claim.", None)
+    speculative = _speculative(claim)
+    if speculative and mode == "faithfulness":
+        reason = f"Speculative ('{speculative}'); the context states facts, not possibilities"
+        return _verdict(claim, "unsure", reason, best)
+    conflict = _conflict(parsed, alignment, context)
+    if conflict is not None:
+        return _verdict(claim, "no", f"Contradicts the context: {conflict}", best)
+    gap = _gap(parsed, alignment, context)
+    if gap is not None:
+        return _verdict(claim, "unsure", f"Not supported by the context: {gap}", best)
+    return _verdict(claim, "yes", "Supported by the context", best)
+
+
+def _verdict(claim: str, verdict: Verdict, why: str, evidence: Parsed) -> ClaimCheck:
+    quote = evidence.text if len(evidence.text) <= _QUOTE else evidence.text[: _QUOTE - 1] + "…"
+    label = "relied on" if verdict != "unsure" else "closest sentence"
+    return ClaimCheck(claim, verdict, f'{why} ({label}: "{quote}").', evidence.text)
+
+
+def _align(claim: Parsed, context: _Context) -> _Alignment:
+    scores: dict[int, float] = {}
+    for term in claim.terms:
+        weight = context.idf.get(term, 0.0)
+        for i in context.index.get(term, ()):
+            scores[i] = scores.get(i, 0.0) + weight
+    for number in _strict_numbers(claim):
+        for i in context.numeric:
+            if _supported_number(number, context.sentences[i].numbers):
+                scores[i] = scores.get(i, 0.0) + context.number_weight
+    if not scores:
+        return _Alignment(None, 0.0, 0.0, 0.0)
+    best = context.sentences[min(scores, key=lambda i: (-scores[i], i))]
+    unmatched, total = _unmatched(claim, context)
+    return _Alignment(best, unmatched, total, _overlap(claim, best))
+
+
+def _unmatched(claim: Parsed, context: _Context) -> tuple[float, float]:
+    numbers = _strict_numbers(claim)
+    missing = sum(1 for n in numbers if not _supported_number(n, context.numbers))
+    total = len(claim.terms) + NUMBER_WEIGHT * len(numbers)
+    return len(claim.terms - context.vocabulary) + NUMBER_WEIGHT * missing, total
+
+
+def _overlap(claim: Parsed, sentence: Parsed) -> float:
+    terms = claim.terms
+    if any(n.kind == "date" for n in claim.numbers):
+        terms -= CALENDAR_TERMS  # a date's month is compared as part of the date
+    return len(terms & sentence.terms) / len(terms) if terms else 1.0
+
+
+_MONTH_MAY = re.compile(r"\bMay\b(?=\s*\d)|(?<=\d)\s*May\b|(?<=\w\s)May\b")
+
+
+def _strict_numbers(claim: Parsed) -> list[Number]:
+    return [n for n in claim.numbers if not n.exact_only]
+
+
+def _speculative(claim: str) -> str | None:
+    for token in words(_MONTH_MAY.sub(" ", claim)):
+        if token.lower() in SPECULATIVE:
+            return token.lower()
+    phrase = SPECULATIVE_PHRASES.search(claim)
+    return phrase.group().lower() if phrase else None
+
+
+# --- contradictions -------------------------------------------------------------------------
+
+
+def _conflict(claim: Parsed, alignment: _Alignment, context: _Context) -> str | None:
+    best = alignment.best
+    if best is None:
+        return None
+    # A shared neighbour ("thick atmosphere" / "thin atmosphere") ties an antonym to the same
+    # thing even when the rest of the claim adds material the context lacks.
+    antonym = _antonym_conflict(claim, best, alignment.best_overlap >= ALIGN_FOR_CONFLICT)
+    if antonym is not None or alignment.best_overlap < ALIGN_FOR_CONFLICT:
+        return antonym
+    return (
+        _number_conflict(claim, alignment, context)
+        or _negation_conflict(claim, best, alignment)
+        or _name_conflict(claim, best, context.vocabulary)
+    )
+
+
+def _number_conflict(claim: Parsed, alignment: _Alignment, context: _Context) -> str | None:
+    best = alignment.best
+    assert best is not None
+    for number in _strict_numbers(claim):
+        if _supported_number(number, context.numbers):
+            continue
+        rival = next((n for n in best.numbers if _comparable(number, n)), None)
+        if rival is not None:
+            return f"the claim says {_show(number)}, the context says {_show(rival)}"
+    return None
+
+
+def _antonym_conflict(claim: Parsed, best: Parsed, aligned: bool) -> str | None:
+    own = best.terms - claim.terms
+    for term in sorted(claim.terms - best.terms):
+        opposites = ANTONYMS.get(term, frozenset()) | {
+            t for t in own if (term[:2] in _PREFIX_STARTS or t[:2] in _PREFIX_STARTS)
+            and _prefix_opposite(term, t)
+        }  # fmt: skip
+        for rival in sorted(opposites & own):
+            if aligned or _neighbours(claim.seq, term) & _neighbours(best.seq, rival):
+                return f"'{term}…' where the context has '{rival}…'"
+    return None
+
+
+_NEGATING_PREFIXES = ("un", "in", "im", "il", "ir", "non", "dis")
+_PREFIX_STARTS = frozenset(p[:2] for p in _NEGATING_PREFIXES)
+
+
+def _prefix_opposite(a: str, b: str) -> bool:
+    # "incorrect" / "correct", "unlikely" / "likely"; stems are cut at 7 letters, so the
+    # bare word only has to start with what follows the prefix.
+    for x, y in ((a, b), (b, a)):
+        for prefix in _NEGATING_PREFIXES:
+            rest = x[len(prefix) :]
+            if x.startswith(prefix) and len(rest) >= 4 and y[: len(rest)] == rest:
+                return True
+    return False
+
+
+def _neighbours(seq: tuple[str, ...], term: str) -> set[str]:
+    out: set[str] = set()
+    for i, item in enumerate(seq):
+        if item == term:
+            out.update(seq[max(0, i - 1) : i] + seq[i + 1 : i + 2])
+    return out
+
+
+def _negation_conflict(claim: Parsed, best: Parsed, alignment: _Alignment) -> str | None:
+    # Only words under a negation's scope count: long sentences often negate another clause.
+    if alignment.best_overlap < ALIGN_FOR_NEGATION:
+        return None
+    shared = claim.terms & best.terms
+    flipped = ((claim.negated & shared) - best.negated) | ((best.negated & shared) - claim.negated)
+    flipped -= claim.names  # a name is not a predicate: "not-for-profit Hospital Center"
+    if not flipped:
+        return None
+    return f"'{min(flipped)}…' is negated in one and not the other"
+
+
+def _name_conflict(claim: Parsed, best: Parsed, vocabulary: frozenset[str]) -> str | None:
+    # A swapped name: the rest of the claim restates the sentence, the names differ.
+    unknown = claim.names - best.terms
+    rest = claim.terms - unknown
+    if not unknown or not rest or len(rest & best.terms) < NAME_SWAP_OVERLAP * len(rest):
+        return None
+    others = best.names - claim.terms
+    if not others:
+        return None
+    return f"names {', '.join(sorted(unknown))} where the context names {', '.join(sorted(others))}"
+
+
+def _comparable(a: Number, b: Number) -> bool:
+    if a.kind != b.kind and not {a.kind, b.kind} <= {"num", "ord"}:
+        return False
+    return not a.unit or not b.unit or bool(a.unit & b.unit)
+
+
+def _show(number: Number) -> str:
+    if number.kind == "date":
+        year, month_day = divmod(int(number.value), 10000)
+        return f"{year:04d}-{month_day // 100:02d}-{month_day % 100:02d}".removeprefix("0000-")
+    text = f"{number.value:.10g}"
+    return f"{text}-{number.high:g}" if number.high is not None else text
+
+
+# --- support --------------------------------------------------------------------------------
+
+
+def _gap(claim: Parsed, alignment: _Alignment, context: _Context) -> str | None:
+    for number in _strict_numbers(claim):
+        if not _supported_number(number, context.numbers):
+            return f"the number {_show(number)} does not appear in the context"
+    pooled = context.vocabulary
+    # "Libyan" / "Libya", "presidential" / "President": a shared 5-letter start is the same name.
+    missing_names = sorted(
+        n
+        for n in claim.names - pooled
+        if len(n) < NAME_PREFIX or n[:NAME_PREFIX] not in context.prefixes
+    )
+    if missing_names:
+        return f"{', '.join(missing_names)} is not mentioned in the context"
+    # Every word of a multi-word name may occur and the name still be made up.
+    broken = sorted(claim.name_pairs - context.pairs)
+    if broken:
+        return f"the name '{' '.join(broken[0])}…' does not occur as such"
+    judged = sorted(t for t in claim.terms if t in _SUBJECTIVE_STEMS and t not in pooled)
+    if judged:
+        return f"the judgement '{judged[0]}…' is not stated"
+    missing = sorted(claim.terms - pooled)
+    if _too_little(alignment, claim):
+        missing = missing[:4]
+        return f"{', '.join(missing)} not found" if missing else "too little of it matches"
+    return None
+
+
+_SUBJECTIVE_STEMS = frozenset(canon(w) for w in SUBJECTIVE)
+
+
+def _too_little(alignment: _Alignment, claim: Parsed) -> bool:
+    # In a short claim every word is the fact ("a married singer"); only longer claims have
+    # words that are mere phrasing, so only they get the SUPPORT_THRESHOLD slack.
+    if len(claim.terms) <= SHORT_CLAIM:
+        return alignment.unmatched > 0
+    return alignment.unmatched > (1 - SUPPORT_THRESHOLD) * alignment.total
+
+
+def _supported_number(number: Number, known: Sequence[Number]) -> bool:
+    return any(_same_number(number, other) for other in known)
+
+
+def _same_number(claim: Number, ctx: Number) -> bool:
+    if claim.kind == "date" or ctx.kind == "date":
+        return _same_date(claim, ctx)
+    if ctx.high is not None and ctx.value <= claim.value <= ctx.high:
+        return _comparable(claim, ctx)
+    if claim.high is not None:
+        return claim.value == ctx.value or claim.high == ctx.value
+    if math.isclose(claim.value, ctx.value, rel_tol=1e-9):
+        return True
+    hedged = claim.hedged or ctx.hedged
+    if claim.decimals and round(ctx.value, claim.decimals) == claim.value:
+        return True  # "5.8" restates 5.83 at the claim's precision
+    if hedged and round(ctx.value) == claim.value:
+        return True
+    return hedged and abs(claim.value - ctx.value) <= _APPROX * max(abs(ctx.value), 1e-9)
+
+
+def _same_date(claim: Number, ctx: Number) -> bool:
+    # Month and day must agree; the year is checked as its own number, so a date written
+    # without one ("Thursday 18 October") still supports "18 October 2018".
+    if claim.kind == "date" and ctx.kind == "date":
+        return claim.value % 10000 == ctx.value % 10000
+    if claim.kind == "year":
+        return ctx.value // 10000 == claim.value
+    return False

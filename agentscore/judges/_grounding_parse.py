@@ -1,0 +1,104 @@
+"""One claim or context sentence, parsed once into what the grounding checks compare."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from itertools import pairwise
+
+from agentscore.judges._grounding_lexicon import (
+    CALENDAR,
+    FRAMING,
+    HEDGES,
+    NEGATIONS,
+    STOPWORDS,
+)
+from agentscore.judges._grounding_numbers import Number, extract_numbers
+from agentscore.judges._grounding_text import canon, word_spans, words
+
+__all__ = ["CALENDAR_TERMS", "NEGATION_SCOPE", "Parsed", "parse"]
+
+# How many content words after "not" / "never" the negation is taken to cover.
+NEGATION_SCOPE = 3
+_NOT_NAMES = STOPWORDS | NEGATIONS | CALENDAR
+_FRAMING = frozenset(canon(w) for w in FRAMING)
+# Hedges and scale words belong to the number they qualify and are compared with it.
+_NOT_TERMS = STOPWORDS | NEGATIONS | HEDGES | {"thousand", "million", "billion", "trillion"}
+CALENDAR_TERMS = frozenset(canon(w) for w in CALENDAR)
+_PUNCTUATION = re.compile(r"[,.;:()\[\]!?\"“”]")
+
+
+@dataclass(frozen=True, slots=True)
+class Parsed:
+    text: str
+    terms: frozenset[str]  # canonical stems of content words
+    seq: tuple[str, ...]  # the same stems in text order, for neighbour checks
+    names: frozenset[str]  # stems of capitalised words (proper-noun candidates)
+    name_pairs: frozenset[tuple[str, str]]  # adjacent words inside multi-word names
+    pairs: frozenset[tuple[str, str]]  # all adjacent word pairs
+    numbers: tuple[Number, ...]
+    negated: frozenset[str]  # content stems inside the scope of a negation
+    question: bool
+
+
+def parse(text: str) -> Parsed:
+    spans = word_spans(text)
+    tokens = [token for token, _ in spans]
+    lowered = [t.lower() for t in tokens]
+    seq = tuple(
+        stem
+        for t, low in zip(tokens, lowered, strict=True)
+        if low not in _NOT_TERMS and (stem := canon(t)) not in _FRAMING
+    )
+    stems = [canon(t) for t in tokens]
+    names, name_pairs = _names(spans, lowered, stems)
+    numbers = tuple(extract_numbers(text))
+    return Parsed(
+        text=text,
+        terms=frozenset(seq),
+        seq=seq,
+        names=names,
+        name_pairs=name_pairs,
+        pairs=frozenset(pairwise(stems)),
+        numbers=numbers,
+        negated=_negated(text),
+        question=text.rstrip().endswith(("?", "？")),
+    )
+
+
+def _capitalised(token: str, low: str) -> bool:
+    return token[:1].isupper() and len(token) > 1 and low not in _NOT_NAMES
+
+
+def _names(
+    spans: list[tuple[str, bool]], lowered: list[str], stems: list[str]
+) -> tuple[frozenset[str], frozenset[tuple[str, str]]]:
+    # The first word is capitalised anyway; it only counts when a name continues after it.
+    caps = [_capitalised(t, low) for (t, _), low in zip(spans, lowered, strict=True)]
+    # A name runs on only across a plain space: "Forum's ASEAN", "Celebration, Dave" are two.
+    linked = [
+        i > 0 and caps[i] and caps[i - 1] and glued and not lowered[i - 1].endswith("'s")
+        for i, (_, glued) in enumerate(spans)
+    ]
+    names: set[str] = set()
+    pairs: set[tuple[str, str]] = set()
+    for i, cap in enumerate(caps):
+        if cap and (i > 0 or (len(caps) > 1 and linked[1])):
+            names.add(stems[i])
+        if linked[i]:
+            pairs.add((stems[i - 1], stems[i]))
+    return frozenset(names), frozenset(pairs)
+
+
+def _negated(text: str) -> frozenset[str]:
+    scoped: set[str] = set()
+    for chunk in _PUNCTUATION.split(text):
+        remaining = 0
+        for token in words(chunk):
+            low = token.lower()
+            if low in NEGATIONS or low.endswith("n't"):
+                remaining = NEGATION_SCOPE
+            elif remaining and low not in STOPWORDS and (stem := canon(token)) not in _FRAMING:
+                scoped.add(stem)
+                remaining -= 1
+    return frozenset(scoped)

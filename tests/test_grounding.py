@@ -1,0 +1,297 @@
+"""The offline grounding engine: claim splitting and yes / no / unsure verdicts."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from agentscore.judges._grounding import (
+    MAX_CLAIMS,
+    ClaimCheck,
+    Mode,
+    check_claims,
+    split_claims,
+)
+
+
+def verdicts(output: str, context: list[str], mode: Mode = "faithfulness") -> list[str]:
+    return [c.verdict for c in check_claims(split_claims(output), context, mode=mode)]
+
+
+def verdict(claim: str, context: list[str], mode: Mode = "faithfulness") -> str:
+    return check_claims([claim], context, mode=mode)[0].verdict
+
+
+def score(found: list[str]) -> float:
+    return found.count("yes") / len(found)
+
+
+# --- reference examples ---------------------------------------------------------------------
+
+TESLA = [
+    "The Tesla Model 3 was launched in 2017.",
+    "It has a range of up to 358 miles.",
+    "The base model accelerates 0-60 mph in 5.8 seconds.",
+]
+PYTHON = [
+    "Python was created by Guido van Rossum.",
+    "The first version was released in 1991.",
+    "Python emphasizes code readability.",
+]
+MARS = [
+    "Mars is the fourth planet from the Sun.",
+    "It has a thin atmosphere of mostly carbon dioxide.",
+    "Two small moons orbit Mars: Phobos and Deimos.",
+]
+GROWTH = ["The company had 100 employees in 2020.", "Current employee count is approximately 500."]
+FOUNDED = ["The company was established in 1995.", "Currently employs around 450-550 people."]
+
+
+@pytest.mark.parametrize("mode", ["faithfulness", "hallucination"])
+def test_tesla_paraphrase_is_fully_supported(mode: Mode) -> None:
+    output = (
+        "The Tesla Model 3 was introduced in 2017. It can travel up to 358 miles on a single "
+        "charge and the base version goes from 0 to 60 mph in 5.8 seconds."
+    )
+    found = verdicts(output, TESLA, mode)
+    assert len(found) == 3
+    assert found == ["yes", "yes", "yes"]
+
+
+def test_python_half_supported_half_unverifiable() -> None:
+    output = (
+        "Python was created by Guido van Rossum and released in 1991. It is the most popular "
+        "programming language today and is used by millions of developers worldwide."
+    )
+    claims = split_claims(output)
+    assert claims == [
+        "Python was created by Guido van Rossum.",
+        "Python was released in 1991.",
+        "It is the most popular programming language today.",
+        "It is used by millions of developers worldwide.",
+    ]
+    assert verdicts(output, PYTHON) == ["yes", "yes", "unsure", "unsure"]
+
+
+@pytest.mark.parametrize("mode", ["faithfulness", "hallucination"])
+def test_mars_contradictions_are_no(mode: Mode) -> None:
+    output = (
+        "Mars is the third planet from the Sun. It has a thick atmosphere rich in oxygen and "
+        "nitrogen, and is orbited by three large moons."
+    )
+    checks = check_claims(split_claims(output), MARS, mode=mode)
+    assert [c.verdict for c in checks] == ["no", "no", "no"]
+    assert score([c.verdict for c in checks]) == 0
+    assert "4" in checks[0].reason and "3" in checks[0].reason
+    assert checks[1].evidence == MARS[1]
+
+
+def test_growth_speculation_is_unsure_in_faithfulness() -> None:
+    output = (
+        "The company has grown from 100 employees in 2020 to 500 now, and might expand to "
+        "1000 by next year."
+    )
+    found = verdicts(output, GROWTH)
+    assert found == ["yes", "yes", "unsure"]
+    assert round(score(found), 2) == 0.67
+
+
+def test_range_and_synonym_support() -> None:
+    output = "The company was founded in 1995 and has 500 employees."
+    assert verdicts(output, FOUNDED) == ["yes", "yes"]
+    assert verdicts(output, FOUNDED, "hallucination") == ["yes", "yes"]
+
+
+# --- individual checks ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("claim", "context", "expected"),
+    [
+        ("Python was released in 1994.", PYTHON, "no"),
+        ("The base model accelerates 0-60 mph in 6.2 seconds.", TESLA, "no"),
+        ("The base model accelerates 0-60 mph in 5.8 seconds.", TESLA, "yes"),
+        ("The company has about 500 employees.", ["The company has 500 employees."], "yes"),
+        ("Roughly 480 people work there.", ["Approximately 500 people work there."], "yes"),
+        ("Revenue grew 12% last year.", ["Revenue grew 12% last year."], "yes"),
+        ("Revenue grew 15% last year.", ["Revenue grew 12% last year."], "no"),
+        ("The deal was worth $2.5 billion.", ["The deal was worth $2,500,000,000."], "yes"),
+        (
+            "Mars is the fourth planet from the Sun.",
+            ["Mars is the 4th planet from the Sun."],
+            "yes",
+        ),
+        ("The bridge is 4 miles long.", ["The bridge is 6 miles long."], "no"),
+        ("The delivery date is May 2, 2024.", ["Delivery date: 2024-05-02."], "yes"),
+        ("The order arrives on May 9, 2024.", ["The order arrives on May 2, 2024."], "no"),
+    ],
+)
+def test_numbers(claim: str, context: list[str], expected: str) -> None:
+    assert verdict(claim, context) == expected
+
+
+def test_number_absent_from_context_is_unsure_not_no() -> None:
+    assert verdict("The company has 42 offices.", ["The company sells shoes online."]) == "unsure"
+
+
+@pytest.mark.parametrize(
+    ("claim", "context"),
+    [
+        ("The store does not offer refunds.", ["The store offers refunds within 30 days."]),
+        ("The store offers refunds.", ["The store does not offer refunds."]),
+        ("The drug was never approved by the FDA.", ["The drug was approved by the FDA."]),
+    ],
+)
+def test_negation_flip_is_no(claim: str, context: list[str]) -> None:
+    assert verdict(claim, context) == "no"
+
+
+def test_negation_elsewhere_in_sentence_does_not_contradict() -> None:
+    context = ["The not-for-profit Hospital Center is the largest private hospital in the city."]
+    assert verdict("The Hospital Center is the largest private hospital.", context) == "yes"
+
+
+@pytest.mark.parametrize(
+    ("claim", "context"),
+    [
+        ("Sales increased in 2023.", ["Sales decreased in 2023."]),
+        ("The meeting is after lunch.", ["The meeting is before lunch."]),
+        ("The answer is incorrect.", ["The answer is correct."]),
+        ("The plan includes dental cover.", ["The plan excludes dental cover."]),
+    ],
+)
+def test_antonym_flip_is_no(claim: str, context: list[str]) -> None:
+    assert verdict(claim, context) == "no"
+
+
+def test_wrong_name_is_never_yes() -> None:
+    checks = check_claims(["Python was created by James Gosling."], PYTHON)
+    assert checks[0].verdict in ("no", "unsure")
+    assert verdict("Python was created by Guido van Rossum.", PYTHON) == "yes"
+
+
+def test_made_up_multiword_name_is_not_supported() -> None:
+    context = ["Presque Isle State Park is a peninsula that juts into Lake Erie."]
+    assert verdict("Lake Erie State Park.", context, "hallucination") == "unsure"
+
+
+@pytest.mark.parametrize(
+    ("mode", "expected"), [("faithfulness", "unsure"), ("hallucination", "yes")]
+)
+def test_speculation_about_context_facts(mode: Mode, expected: str) -> None:
+    assert verdict("Mars might be the fourth planet from the Sun.", MARS, mode) == expected
+
+
+def test_speculation_about_unknown_facts_is_unsure_in_both_modes() -> None:
+    claim = "Mars could host a human colony by next year."
+    assert verdict(claim, MARS, "faithfulness") == "unsure"
+    assert verdict(claim, MARS, "hallucination") == "unsure"
+
+
+def test_subjective_claim_is_unsupported_unless_context_says_so() -> None:
+    claim = "Python is the best language for code readability."
+    assert verdict(claim, PYTHON, "hallucination") == "unsure"
+    praised = [*PYTHON, "Many call Python the best language for code readability."]
+    assert verdict(claim, praised, "hallucination") == "yes"
+
+
+def test_unrelated_claim_is_unsure_with_reason() -> None:
+    check = check_claims(["Bananas are rich in potassium."], MARS)[0]
+    assert check.verdict == "unsure"
+    assert check.reason
+
+
+def test_reason_quotes_evidence_truncated() -> None:
+    long_sentence = "Mars is the fourth planet from the Sun " + "and it is red " * 30 + "."
+    check = check_claims(["Mars is the fourth planet from the Sun."], [long_sentence])[0]
+    assert check.verdict == "yes"
+    assert check.evidence == long_sentence
+    assert len(check.reason) < 260 and "…" in check.reason
+
+
+# --- robustness -----------------------------------------------------------------------------
+
+
+def test_empty_inputs() -> None:
+    assert split_claims("") == []
+    assert split_claims("   \n ") == []
+    assert check_claims([], MARS) == []
+    check = check_claims(["Mars is red."], [])[0]
+    assert check == ClaimCheck("Mars is red.", "unsure", check.reason, None)
+    assert verdict("", MARS) == "unsure"
+
+
+def test_trivial_fragments_are_dropped() -> None:
+    output = "Sure! Mars is the fourth planet. Let me know if you need anything else. Any more?"
+    assert split_claims(output) == ["Mars is the fourth planet."]
+
+
+def test_interjection_is_stripped_not_the_claim() -> None:
+    assert split_claims("Yes, both cocktails are tequila-based.") == [
+        "Both cocktails are tequila-based."
+    ]
+
+
+def test_noun_coordination_is_not_split() -> None:
+    assert split_claims("Two small moons orbit Mars: Phobos and Deimos.") == [
+        "Two small moons orbit Mars: Phobos and Deimos."
+    ]
+    assert split_claims("The air is rich in oxygen and nitrogen.") == [
+        "The air is rich in oxygen and nitrogen."
+    ]
+
+
+def test_abbreviations_and_initials_do_not_end_sentences() -> None:
+    claims = split_claims("Thomas K. Arnold met Dr. Smith in the U.S. capital. He left.")
+    assert claims[0] == "Thomas K. Arnold met Dr. Smith in the U.S. capital."
+
+
+def test_huge_input_is_capped() -> None:
+    text = "The sky is blue. " * 5000
+    started = time.perf_counter()
+    claims = split_claims(text)
+    assert len(claims) == MAX_CLAIMS
+    checks = check_claims(claims, ["The sky is blue."])
+    assert len(checks) == MAX_CLAIMS and all(c.verdict == "yes" for c in checks)
+    assert time.perf_counter() - started < 2
+
+
+def test_non_english_splits_on_cjk_punctuation() -> None:
+    assert split_claims("火星是第四颗行星。它有两颗卫星！真的吗？") == [
+        "火星是第四颗行星。",
+        "它有两颗卫星！",
+    ]
+    assert verdict("火星是第四颗行星。", ["火星是第四颗行星。"]) == "yes"
+
+
+def test_any_str_is_accepted() -> None:
+    for text in ["\x00\x01", "🙂🙂", "{}", "[1, 2, 3]", "a" * 10000, "...!!!???"]:
+        claims = split_claims(text)
+        assert len(check_claims(claims, [text])) == len(claims)
+
+
+def test_json_tool_result_is_usable_evidence() -> None:
+    result = {"tool": "lookup_order", "result": {"status": "shipped", "eta": "2024-05-02"}}
+    context = [json.dumps(result)]
+    assert verdict("The order has shipped.", context) == "yes"
+    assert verdict("The order will arrive on May 2, 2024.", context) == "yes"
+    assert verdict("The order will arrive on June 7, 2024.", context) == "no"
+    assert verdict("The order status is shipped and it arrives 2024-05-02.", context) == "yes"
+
+
+def test_one_verdict_per_claim_in_order_and_deterministic() -> None:
+    claims = ["Mars is the fourth planet from the Sun.", "Cats purr.", "Mars is the third planet."]
+    first = check_claims(claims, MARS, mode="hallucination")
+    assert [c.claim for c in first] == claims
+    assert check_claims(claims, MARS, mode="hallucination") == first
+
+
+def test_throughput_on_a_2kb_context() -> None:
+    context = [" ".join([*TESLA, *PYTHON, *MARS, *GROWTH, *FOUNDED] * 4)[:2048]]
+    claims = [*TESLA, *PYTHON, *MARS, "Python was released in 1994.", "Cats purr."] * 40
+    started = time.perf_counter()
+    check_claims(claims, context)
+    rate = len(claims) / (time.perf_counter() - started)
+    assert rate > 500  # the benchmark reports the real figure; this only guards regressions
