@@ -258,6 +258,17 @@ def test_huge_input_is_capped() -> None:
     assert time.perf_counter() - started < 2
 
 
+@pytest.mark.parametrize(
+    "text", ["a, and b; " * 20000, "x and " * 30000, "It is red and it is blue, and " * 5000]
+)
+def test_pathological_input_stays_fast(text: str) -> None:
+    started = time.perf_counter()
+    claims = split_claims(text)
+    check_claims(claims, [text[:2000]])
+    assert len(claims) <= MAX_CLAIMS
+    assert time.perf_counter() - started < 2
+
+
 def test_non_english_splits_on_cjk_punctuation() -> None:
     assert split_claims("火星是第四颗行星。它有两颗卫星！真的吗？") == [
         "火星是第四颗行星。",

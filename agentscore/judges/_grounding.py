@@ -54,6 +54,9 @@ ALIGN_FOR_CONFLICT = 0.5
 ALIGN_FOR_NEGATION = 0.5
 # A name swap needs the rest of the claim to restate the sentence almost entirely.
 NAME_SWAP_OVERLAP = 0.75
+# Shared words under a negation needed for a flip (2 would spare "not for elderly users"
+# vs "users", but also "never approved by the FDA"; measured, 1 is no worse).
+NEGATION_MIN_WORDS = 1
 _QUOTE = 160
 _APPROX = 0.1  # relative tolerance when either side hedges ("about 500", "approximately 480")
 
@@ -275,8 +278,8 @@ def _negation_conflict(claim: Parsed, best: Parsed, alignment: _Alignment) -> st
         return None
     shared = claim.terms & best.terms
     flipped = ((claim.negated & shared) - best.negated) | ((best.negated & shared) - claim.negated)
-    flipped -= claim.names  # a name is not a predicate: "not-for-profit Hospital Center"
-    if not flipped:
+    flipped -= claim.names  # a name is not a predicate
+    if len(flipped) < NEGATION_MIN_WORDS:
         return None
     return f"'{min(flipped)}…' is negated in one and not the other"
 
@@ -327,7 +330,7 @@ def _gap(claim: Parsed, alignment: _Alignment, context: _Context) -> str | None:
     broken = sorted(claim.name_pairs - context.pairs)
     if broken:
         return f"the name '{' '.join(broken[0])}…' does not occur as such"
-    judged = sorted(t for t in claim.terms if t in _SUBJECTIVE_STEMS and t not in pooled)
+    judged = sorted(_judgements(claim.text) - pooled)
     if judged:
         return f"the judgement '{judged[0]}…' is not stated"
     missing = sorted(claim.terms - pooled)
@@ -338,6 +341,17 @@ def _gap(claim: Parsed, alignment: _Alignment, context: _Context) -> str | None:
 
 
 _SUBJECTIVE_STEMS = frozenset(canon(w) for w in SUBJECTIVE)
+# Fixed phrases that use an evaluative word factually ("best known for", "best-selling").
+_FACTUAL_PHRASES = re.compile(
+    r"\bbest[- ](?:known|fit|suited|selling|seller|practices?|way)\b|\bmost popular among\b",
+    re.IGNORECASE,
+)
+
+
+def _judgements(text: str) -> set[str]:
+    return {
+        s for w in words(_FACTUAL_PHRASES.sub(" ", text)) if (s := canon(w)) in _SUBJECTIVE_STEMS
+    }
 
 
 def _too_little(alignment: _Alignment, claim: Parsed) -> bool:

@@ -25,6 +25,9 @@ _FRAMING = frozenset(canon(w) for w in FRAMING)
 # Hedges and scale words belong to the number they qualify and are compared with it.
 _NOT_TERMS = STOPWORDS | NEGATIONS | HEDGES | {"thousand", "million", "billion", "trillion"}
 CALENDAR_TERMS = frozenset(canon(w) for w in CALENDAR)
+# "no-fee", "not-for-profit", "non-stop" name a kind of thing, and "not only X but also Y"
+# asserts X: neither negates a statement.
+_COMPOUND_NEGATION = re.compile(r"\b(?:no|not|non)-|\bnot only\b", re.IGNORECASE)
 _PUNCTUATION = re.compile(r"[,.;:()\[\]!?\"“”]")
 
 
@@ -92,7 +95,7 @@ def _names(
 
 def _negated(text: str) -> frozenset[str]:
     scoped: set[str] = set()
-    for chunk in _PUNCTUATION.split(text):
+    for chunk in _PUNCTUATION.split(_COMPOUND_NEGATION.sub(" ", text)):
         remaining = 0
         for token in words(chunk):
             low = token.lower()

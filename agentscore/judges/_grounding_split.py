@@ -42,6 +42,8 @@ _COORDINATOR = re.compile(
     r"\s*;\s*|\s*,\s*(?:and|but|while|whereas|yet|so|although|though)\s+"
     r"|\s+(?:and|but|whereas|while)\s+"
 )
+_WINDOW = 300
+_MAX_SPLIT_POINTS = 2 * MAX_CLAIMS
 _CHANGE_FROM_TO = re.compile(
     r"^(?P<head>.*?\b(?:grow|grew|grown|increas|ris|rose|fall|fell|fallen|drop|declin|climb|"
     r"jump|expand|shrank|shrunk|doubl|tripl|went|gone|chang|mov)\w*)\s+from\s+"
@@ -100,16 +102,20 @@ def _split_clauses(sentence: str) -> list[str]:
     pieces: list[str] = []
     subject: str | None = None
     start = 0
-    for match in _COORDINATOR.finditer(body):
-        left, right = body[start : match.start()], body[match.end() :]
+    for n, match in enumerate(_COORDINATOR.finditer(body)):
+        if n >= _MAX_SPLIT_POINTS or len(pieces) >= MAX_CLAIMS:
+            break  # garbage-sized "sentences": the rest stays one piece
+        # Only the words near the split point decide it; slicing keeps long runs linear.
+        left = body[max(start, match.start() - _WINDOW) : match.start()]
+        right = body[match.end() : match.end() + _WINDOW]
         kind = _clause_start(right)
         if match.group().strip() == ";" and len(_WORD.findall(right)) >= 2:
             kind = kind or "full"
         if kind is None or not _has_verb(left):
             continue
         if subject is None:
-            subject = _subject(left)
-        pieces.append(left)
+            subject = _subject(body[start : start + _WINDOW])
+        pieces.append(body[start : match.start()])
         start = match.end()
     pieces.append(body[start:])
     out: list[str] = []
