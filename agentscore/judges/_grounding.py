@@ -245,7 +245,8 @@ def _antonym_conflict(claim: Parsed, best: Parsed, aligned: bool) -> str | None:
         }  # fmt: skip
         for rival in sorted(opposites & own):
             if aligned or _neighbours(claim.seq, term) & _neighbours(best.seq, rival):
-                return f"'{term}…' where the context has '{rival}…'"
+                said, has = _surface(claim.text, [term]), _surface(best.text, [rival])
+                return f"the claim says '{said}' where the context says '{has}'"
     return None
 
 
@@ -281,7 +282,8 @@ def _negation_conflict(claim: Parsed, best: Parsed, alignment: _Alignment) -> st
     flipped -= claim.names  # a name is not a predicate
     if len(flipped) < NEGATION_MIN_WORDS:
         return None
-    return f"'{min(flipped)}…' is negated in one and not the other"
+    word = _surface(claim.text, [min(flipped)])
+    return f"'{word}' is negated in one and not in the other"
 
 
 def _name_conflict(claim: Parsed, best: Parsed, vocabulary: frozenset[str]) -> str | None:
@@ -293,7 +295,8 @@ def _name_conflict(claim: Parsed, best: Parsed, vocabulary: frozenset[str]) -> s
     others = best.names - claim.terms
     if not others:
         return None
-    return f"names {', '.join(sorted(unknown))} where the context names {', '.join(sorted(others))}"
+    said, has = _surface(claim.text, sorted(unknown)), _surface(best.text, sorted(others))
+    return f"the claim names {said} where the context names {has}"
 
 
 def _comparable(a: Number, b: Number) -> bool:
@@ -317,27 +320,34 @@ def _gap(claim: Parsed, alignment: _Alignment, context: _Context) -> str | None:
     for number in _strict_numbers(claim):
         if not _supported_number(number, context.numbers):
             return f"the number {_show(number)} does not appear in the context"
-    pooled = context.vocabulary
+    known = context.vocabulary
     # "Libyan" / "Libya", "presidential" / "President": a shared 5-letter start is the same name.
     missing_names = sorted(
         n
-        for n in claim.names - pooled
+        for n in claim.names - known
         if len(n) < NAME_PREFIX or n[:NAME_PREFIX] not in context.prefixes
     )
     if missing_names:
-        return f"{', '.join(missing_names)} is not mentioned in the context"
+        return f"{_surface(claim.text, missing_names)} not mentioned in the context"
     # Every word of a multi-word name may occur and the name still be made up.
     broken = sorted(claim.name_pairs - context.pairs)
     if broken:
-        return f"the name '{' '.join(broken[0])}…' does not occur as such"
-    judged = sorted(_judgements(claim.text) - pooled)
+        return f"the name '{_surface(claim.text, list(broken[0]), ' ')}' does not occur as such"
+    judged = sorted(_judgements(claim.text) - known)
     if judged:
-        return f"the judgement '{judged[0]}…' is not stated"
-    missing = sorted(claim.terms - pooled)
+        return f"the judgement '{_surface(claim.text, judged[:1])}' is not stated"
     if _too_little(alignment, claim):
-        missing = missing[:4]
-        return f"{', '.join(missing)} not found" if missing else "too little of it matches"
+        missing = [t for t in claim.seq if t not in known]
+        return f"{_surface(claim.text, missing[:4])} not found" if missing else "too little matches"
     return None
+
+
+def _surface(text: str, stems: Sequence[str], joiner: str = ", ") -> str:
+    """The claim's own words for stems, so reasons quote 'charge', not 'charg'."""
+    seen: dict[str, str] = {}
+    for word in words(text):
+        seen.setdefault(canon(word), word)
+    return joiner.join(dict.fromkeys(seen.get(s, s) for s in stems))
 
 
 _SUBJECTIVE_STEMS = frozenset(canon(w) for w in SUBJECTIVE)
