@@ -194,9 +194,12 @@ class Agent:
             trace_id=trace_id,
             span_id=span_id,
         )
-        self._submit_scoring(
-            result, input_messages, scorers, conversation_id, request_context, ground_truth
-        )
+        try:
+            self._submit_scoring(
+                result, input_messages, scorers, conversation_id, request_context, ground_truth
+            )
+        except Exception as exc:  # scoring must never cost the caller its answer
+            _log.error("scoring_submit_failed", agent=self.name, error_type=type(exc).__name__)
         return result
 
     async def _loop(

@@ -300,3 +300,15 @@ async def test_a_broken_filter_or_sink_never_reaches_the_agent() -> None:
     agent2, _ = make_agent(judge_endpoint(), runner, filter=bad_filter)
     assert (await agent2.generate("Where is order 42?")).text == ORDER_ANSWER
     assert runner.stats().submitted == 1
+
+
+@pytest.mark.anyio
+async def test_an_unexpected_scoring_bug_never_costs_the_caller_its_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def broken(*args: Any) -> float:
+        raise ZeroDivisionError("bug in sampling")
+
+    monkeypatch.setattr("agentscore.agent.sample_point", broken)
+    agent, _ = make_agent(judge_endpoint(), Runner())
+    assert (await agent.generate("Where is order 42?")).text == ORDER_ANSWER
