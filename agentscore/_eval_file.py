@@ -218,7 +218,7 @@ def _summarize(rows: list[dict[str, Any]], scorers: list[Scorer]) -> _Summary:
     table, rates, error_types = [], {}, []
     for scorer in scorers:
         entries = [row["scores"][scorer.id] for row in rows if scorer.id in row.get("scores", {})]
-        scores = [e["score"] for e in entries if e.get("score") is not None]
+        scores = [e["score"] for e in entries if e.get("status") == "scored"]
         verdicts = [bool(e["passed"]) for e in entries if e.get("passed") is not None]
         failures = [e for e in entries if e.get("status") == "failed"]
         error_types += [(e.get("error") or {}).get("type", "") for e in failures]

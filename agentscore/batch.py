@@ -116,9 +116,8 @@ def run_evals_sync(
 
 def summarize(scorer: Scorer, items: Sequence[EvalItemResult]) -> ScorerSummary:
     results = [item.scorer_results[scorer.id] for item in items if scorer.id in item.scorer_results]
-    scores = [
-        r.score for r in results if r.score is not None and r.status is not ScoreStatus.FAILED
-    ]
+    # Runs with nothing to judge (no claims) carry no signal: they stay out of the mean.
+    scores = [r.score for r in results if r.score is not None and r.status is ScoreStatus.SCORED]
     verdicts = [r.passed for r in results if r.passed is not None]
     return ScorerSummary(
         scorer_id=scorer.id,
