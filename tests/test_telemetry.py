@@ -216,7 +216,13 @@ def test_score_histogram_and_outcome_counters(otel: Otel) -> None:
 
 
 def test_a_failing_model_call_marks_the_agent_and_chat_spans(otel: Otel) -> None:
-    agent = Agent("support", "agent-model", client=ScriptedEndpoint([http_error(401)]).client())
+    scorer = create_hallucination_scorer("local")
+    agent = Agent(
+        "support",
+        "agent-model",
+        client=ScriptedEndpoint([http_error(401)]).client(),
+        evals=Evals(scorers=[scorer], runner=Runner()),
+    )
     with pytest.raises(Exception, match="scripted error"):
         agent.generate_sync("hello")
     spans = by_name(otel.spans.get_finished_spans())

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from agentscore.judges.resolve import JudgeLike
+from agentscore.judges.resolve import JudgeLike, resolve_judge
 from agentscore.result import ScoreResult
 from agentscore.run import ScorerRun
 from agentscore.scorers.base import Scorer
@@ -39,7 +39,7 @@ class FaithfulnessMetric:
     ) -> None:
         del async_mode  # one judge call per case: nothing to run concurrently inside measure()
         self.threshold = 1.0 if strict_mode else threshold
-        self.model = model
+        self.model = resolve_judge(model)  # one judge (one client, one cache) for every case
         self.include_reason = include_reason
         self.strict_mode = strict_mode
         self.verbose_mode = verbose_mode
