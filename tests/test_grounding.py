@@ -306,3 +306,27 @@ def test_throughput_on_a_2kb_context() -> None:
     check_claims(claims, context)
     rate = len(claims) / (time.perf_counter() - started)
     assert rate > 500  # the benchmark reports the real figure; this only guards regressions
+
+
+def test_json_string_values_are_split_into_sentences() -> None:
+    """A negation in one sentence of a tool result must not flip a claim about another."""
+    policy = json.dumps(
+        {
+            "tool": "lookup_policy",
+            "result": "Items can be returned within 30 days of delivery for a full refund. "
+            "Worn shoes cannot be returned.",
+        }
+    )
+    [check] = check_claims(
+        ["Items can be returned within 30 days of delivery for a full refund."],
+        [policy],
+        mode="hallucination",
+    )
+    assert check.verdict == "yes"
+    assert check.evidence is not None and "Worn" not in check.evidence
+
+
+def test_json_keys_are_words_of_their_value() -> None:
+    order = json.dumps({"result": {"order_id": 1042, "shipped_on": "2026-11-18"}})
+    [check] = check_claims(["Order 1042 shipped on 2026-11-18."], [order], mode="hallucination")
+    assert check.verdict == "yes"

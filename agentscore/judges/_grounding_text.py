@@ -135,16 +135,28 @@ def context_sentences(item: str) -> list[str]:
         except (ValueError, RecursionError):
             data = None
         if isinstance(data, dict | list):
-            lines = [f"{path} {value}".strip() for path, value in _json_leaves(data, "")]
+            # A string value can hold several sentences ("... for a full refund. Worn shoes
+            # cannot be returned."): each is its own line, or a negation in one would be read
+            # against a claim aligned with the other.
+            lines = [
+                f"{path} {sentence}".strip()
+                for path, value in _json_leaves(data, "")
+                for sentence in (split_sentences(value) or [value])
+            ]
             return [line for line in lines if line]
     return split_sentences(item)
+
+
+_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 
 
 def _json_leaves(data: object, path: str) -> list[tuple[str, str]]:
     if isinstance(data, dict):
         out: list[tuple[str, str]] = []
         for key, value in data.items():
-            out.extend(_json_leaves(value, f"{path} {key}".strip()))
+            # "expected_on" / "shippedOn" are words the claim may use ("expected on").
+            name = _CAMEL.sub(" ", str(key)).replace("_", " ").replace("-", " ")
+            out.extend(_json_leaves(value, f"{path} {name}".strip()))
         return out
     if isinstance(data, list):
         return [leaf for value in data for leaf in _json_leaves(value, path)]
