@@ -16,7 +16,7 @@ from typing import Any
 from openai import AsyncOpenAI
 from openai.types.chat import ChatCompletion
 
-__all__ = ["LoopLocalClient", "create_chat_completion"]
+__all__ = ["LoopLocalClient", "create_chat_completion", "current_loop_token"]
 
 
 class LoopLocalClient:
@@ -31,7 +31,7 @@ class LoopLocalClient:
         """The client for the running loop; a client the user passed in is used everywhere."""
         if self._shared is not None:
             return self._shared
-        loop = _current_loop_token()
+        loop = current_loop_token()
         client = self._per_loop.get(loop)
         if client is None:
             client = self._factory()
@@ -39,7 +39,8 @@ class LoopLocalClient:
         return client
 
 
-def _current_loop_token() -> object:
+def current_loop_token() -> object:
+    """An object identifying the running event loop (asyncio loop or trio token)."""
     try:
         return asyncio.get_running_loop()
     except RuntimeError:

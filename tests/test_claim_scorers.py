@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
+import anyio
 import pytest
 
 from agentscore.judges import OpenAIJudge
@@ -14,7 +16,7 @@ from agentscore.scorers import (
     create_faithfulness_scorer,
     create_hallucination_scorer,
 )
-from agentscore.testing import ScriptedEndpoint, chat_completion
+from agentscore.testing import ScriptedEndpoint, chat_completion, http_error
 from tests.seeds import ALL, GROWTH, MARS, PYTHON, TESLA, SeedExample, verify_reply
 
 pytestmark = pytest.mark.anyio
@@ -365,3 +367,38 @@ def test_run_sync_works_from_plain_sync_code() -> None:
     endpoint = ScriptedEndpoint([chat_completion(verify_reply(PYTHON))])
     scorer = create_faithfulness_scorer(judge_for(endpoint), context=PYTHON.context)
     assert scorer.run_sync(seed_run(PYTHON)).score == 0.5
+
+
+async def test_identical_requests_in_flight_share_one_judge_call() -> None:
+    endpoint = ScriptedEndpoint(lambda body: chat_completion(verify_reply(PYTHON), delay=0.2))
+    scorer = create_faithfulness_scorer(judge_for(endpoint), context=PYTHON.context)
+    results = []
+
+    async def score() -> None:
+        results.append(await scorer.run(seed_run(PYTHON)))
+
+    async with anyio.create_task_group() as task_group:
+        for _ in range(3):
+            task_group.start_soon(score)
+
+    assert len(endpoint.requests) == 1
+    assert [r.score for r in results] == [0.5, 0.5, 0.5]
+    assert sorted(r.judge_usage.cache_hits for r in results) == [0, 1, 1]
+
+
+async def test_a_failed_first_request_lets_the_waiters_try_themselves() -> None:
+    script = [http_error(500), chat_completion(verify_reply(PYTHON))]
+    endpoint = ScriptedEndpoint([replace(r, delay=0.1) for r in script])
+    scorer = create_faithfulness_scorer(judge_for(endpoint), context=PYTHON.context)
+    results = []
+
+    async def score() -> None:
+        results.append(await scorer.run(seed_run(PYTHON)))
+
+    async with anyio.create_task_group() as task_group:
+        task_group.start_soon(score)
+        await anyio.sleep(0.02)
+        task_group.start_soon(score)
+
+    assert sorted(str(r.status) for r in results) == ["failed", "scored"]
+    assert len(endpoint.requests) == 2

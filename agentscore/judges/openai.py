@@ -6,12 +6,13 @@ import json
 import time
 from typing import Any, Literal, TypeVar
 
+import anyio
 import openai
 from openai import AsyncOpenAI
 from openai.types.chat import ChatCompletion
 from pydantic import BaseModel
 
-from agentscore._clients import LoopLocalClient, create_chat_completion
+from agentscore._clients import LoopLocalClient, create_chat_completion, current_loop_token
 from agentscore._redact import redact
 from agentscore.errors import (
     JudgeAuthError,
@@ -75,6 +76,7 @@ class OpenAIJudge:
             shared=client,
         )
         self._cache = (cache or ResponseCache()) if use_cache else None
+        self._in_flight: dict[str, tuple[object, anyio.Event]] = {}
         self.output_mode: OutputMode = output_mode
 
     @property
@@ -91,11 +93,33 @@ class OpenAIJudge:
     async def complete(self, request: JudgeRequest[T]) -> JudgeReply[T]:
         schema = strict_schema(request.output_type)
         key = cache_key(self._model, self._temperature, request.system, request.prompt, schema)
-        if self._cache is not None:
+        if self._cache is None:
+            return await self._request(request, schema)
+        cached = self._cache.get(key)
+        if isinstance(cached, request.output_type):
+            return JudgeReply(cached, JudgeUsage(cache_hits=1))
+        # Identical requests in flight on this loop wait for the first one instead of paying
+        # again: live traffic often scores the same answer twice at once (two scorers, retries).
+        loop = current_loop_token()
+        pending = self._in_flight.get(key)
+        if pending is not None and pending[0] is loop:
+            await pending[1].wait()
             cached = self._cache.get(key)
             if isinstance(cached, request.output_type):
                 return JudgeReply(cached, JudgeUsage(cache_hits=1))
+            return await self._request(request, schema)  # the first one failed: try ourselves
+        done = anyio.Event()
+        self._in_flight[key] = (loop, done)
+        try:
+            reply = await self._request(request, schema)
+            self._cache.put(key, reply.value)
+            return reply
+        finally:
+            done.set()
+            if self._in_flight.get(key, (None, None))[1] is done:
+                del self._in_flight[key]
 
+    async def _request(self, request: JudgeRequest[T], schema: dict[str, Any]) -> JudgeReply[T]:
         messages = [
             {"role": "system", "content": request.system},
             {"role": "user", "content": request.prompt},
@@ -122,8 +146,6 @@ class OpenAIJudge:
         except JudgeError as exc:
             exc.usage = usage + (exc.usage or JudgeUsage())
             raise
-        if self._cache is not None:
-            self._cache.put(key, value)
         return JudgeReply(value, usage)
 
     @staticmethod
