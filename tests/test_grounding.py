@@ -330,3 +330,62 @@ def test_json_keys_are_words_of_their_value() -> None:
     order = json.dumps({"result": {"order_id": 1042, "shipped_on": "2026-11-18"}})
     [check] = check_claims(["Order 1042 shipped on 2026-11-18."], [order], mode="hallucination")
     assert check.verdict == "yes"
+
+
+POLICY = json.dumps(
+    {
+        "tool": "lookup_policy",
+        "result": "Items can be returned within 30 days of delivery for a full refund. "
+        "Worn shoes cannot be returned.",
+    }
+)
+SHIPPING = json.dumps(
+    {
+        "tool": "lookup_policy",
+        "result": "Standard shipping is free on orders over $50. Express shipping costs $15.",
+    }
+)
+ORDER = json.dumps(
+    {
+        "tool": "lookup_order",
+        "result": {
+            "order_id": 1042,
+            "status": "shipped",
+            "carrier": "UPS",
+            "shipped_on": "2026-11-18",
+            "expected_on": "2026-11-24",
+        },
+    }
+)
+
+
+@pytest.mark.parametrize("mode", ["faithfulness", "hallucination"])
+def test_policy_claim_next_to_a_negated_sentence_is_yes(mode: Mode) -> None:
+    claim = "Items can be returned within 30 days of delivery for a full refund."
+    assert verdict(claim, [POLICY], mode) == "yes"
+
+
+@pytest.mark.parametrize("mode", ["faithfulness", "hallucination"])
+def test_inference_about_the_policy_is_not_a_contradiction(mode: Mode) -> None:
+    # "outside" vs "within" and 45 vs 30 days are about different things: not a stated fact.
+    assert verdict("They are outside the return window.", [POLICY], mode) == "unsure"
+    assert verdict("Your shoes were delivered 45 days ago.", [POLICY], mode) == "unsure"
+
+
+@pytest.mark.parametrize("mode", ["faithfulness", "hallucination"])
+def test_novel_subject_and_universal_block_yes(mode: Mode) -> None:
+    claim = "Members get free express shipping on every order."
+    assert verdict(claim, [SHIPPING], mode) == "unsure"
+    assert verdict("Members get free standard shipping on orders over $50.", [SHIPPING]) != "yes"
+    assert verdict("Standard shipping is free on orders over $50.", [SHIPPING], mode) == "yes"
+
+
+def test_json_key_supports_its_value() -> None:
+    claim = "It is expected to arrive on 2026-11-24."
+    assert verdict(claim, [ORDER], "hallucination") == "yes"
+    assert verdict("The order is expected on 2026-11-24.", [ORDER], "hallucination") == "yes"
+    assert verdict("It is expected to arrive on 2026-11-25.", [ORDER], "hallucination") != "yes"
+
+
+def test_a_different_number_for_the_same_quantity_is_still_no() -> None:
+    assert verdict("Express shipping costs $25.", [SHIPPING]) == "no"

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from agentscore.judges._grounding_lexicon import (
+    DETERMINERS,
     SPECULATIVE,
     SPECULATIVE_PHRASES,
     SUBJECTIVE,
@@ -37,15 +38,19 @@ __all__ = [
 Verdict = Literal["yes", "no", "unsure"]
 Mode = Literal["faithfulness", "hallucination"]
 
-# "yes" needs this share of a claim's content words (numbers weigh NUMBER_WEIGHT words) to
-# occur in the context. Low on purpose: paraphrase leaves many words unmatched, while made-up
-# facts are caught by the hard checks (numbers, names, contradictions). Chosen on the
-# even-indexed half of the benchmark data (benchmarks/accuracy.py --sweep), reported on all.
+# "yes" needs this share of a claim's content words beyond its first STRICT_WORDS (numbers
+# weigh NUMBER_WEIGHT words) to occur in the context: a claim may leave at most
+# (1 - SUPPORT_THRESHOLD) * (total - STRICT_WORDS) unmatched. Paraphrase leaves words unmatched
+# in long claims, while in a short claim every word is the fact ("an art rock band"), so
+# the slack grows with length. Both chosen on the even-indexed half of the benchmark data
+# (benchmarks/accuracy.py sweep), reported on the odd half and on all.
 SUPPORT_THRESHOLD = 0.4
+STRICT_WORDS = 2.0
+# A claim this short whose first content word (usually its subject) is absent from the
+# context is about something the context does not mention ("Members get free shipping").
+SHORT_CLAIM = 8
 # A number is the most specific thing a claim says; matching one counts like two words.
 NUMBER_WEIGHT = 2.0
-# Claims with at most this many content words must match every one of them.
-SHORT_CLAIM = 3
 # Names sharing their first letters are the same name ("Libya" / "Libyan").
 NAME_PREFIX = 5
 # Share of claim words the best-aligned sentence must share before a differing value there
@@ -82,6 +87,7 @@ class _Context:
     numbers: tuple[Number, ...]  # every number in the context
     prefixes: frozenset[str]  # NAME_PREFIX-letter starts of context words
     number_weight: float  # alignment weight of a matched number: as rare as the rarest word
+    universals: frozenset[str]  # "every", "always", ... as written anywhere in the context
 
 
 def check_claims(
@@ -116,8 +122,18 @@ def _prepare(context: Sequence[str]) -> _Context:
     weight = math.log(1 + total) + 1
     numbers = tuple(n for s in sentences for n in s.numbers)
     prefixes = frozenset(t[:NAME_PREFIX] for t in postings if len(t) >= NAME_PREFIX)
+    universals = frozenset().union(*(_universals(s.text) for s in sentences))
     return _Context(
-        sentences, index, idf, frozenset(postings), pairs, numeric, numbers, prefixes, weight
+        sentences,
+        index,
+        idf,
+        frozenset(postings),
+        pairs,
+        numeric,
+        numbers,
+        prefixes,
+        weight,
+        universals,
     )
 
 
@@ -231,7 +247,9 @@ def _number_conflict(claim: Parsed, alignment: _Alignment, context: _Context) ->
         if _supported_number(number, context.numbers):
             continue
         rival = next((n for n in best.numbers if _comparable(number, n)), None)
-        if rival is not None:
+        # The whole unit must be in the sentence: "45 days ago" (time since delivery) is not
+        # the quantity of "within 30 days of delivery" (a return window); then it is absent.
+        if rival is not None and number.unit <= best.terms:
             return f"the claim says {_show(number)}, the context says {_show(rival)}"
     return None
 
@@ -265,11 +283,14 @@ def _prefix_opposite(a: str, b: str) -> bool:
     return False
 
 
-def _neighbours(seq: tuple[str, ...], term: str) -> set[str]:
-    out: set[str] = set()
+def _neighbours(seq: tuple[str, ...], term: str) -> set[tuple[int, str]]:
+    # The side counts: "thin atmosphere" / "thick atmosphere" qualify the same noun, while
+    # "outside the return window" / "returned within 30 days" only share a word.
+    out: set[tuple[int, str]] = set()
     for i, item in enumerate(seq):
         if item == term:
-            out.update(seq[max(0, i - 1) : i] + seq[i + 1 : i + 2])
+            out.update((-1, w) for w in seq[max(0, i - 1) : i])
+            out.update((1, w) for w in seq[i + 1 : i + 2])
     return out
 
 
@@ -336,6 +357,14 @@ def _gap(claim: Parsed, alignment: _Alignment, context: _Context) -> str | None:
     judged = sorted(_judgements(claim.text) - known)
     if judged:
         return f"the judgement '{_surface(claim.text, judged[:1])}' is not stated"
+    universal = sorted(_universals(claim.text) - context.universals)
+    if universal:
+        return f"'{universal[0]}' claims more than the context states"
+    subject = _subject(claim)
+    if len(claim.terms) <= SHORT_CLAIM and subject and subject not in known:
+        return (
+            f"'{_surface(claim.text, [subject])}' (what the claim is about) is not in the context"
+        )
     if _too_little(alignment, claim):
         missing = [t for t in claim.seq if t not in known]
         return f"{_surface(claim.text, missing[:4])} not found" if missing else "too little matches"
@@ -348,6 +377,15 @@ def _surface(text: str, stems: Sequence[str], joiner: str = ", ") -> str:
     for word in words(text):
         seen.setdefault(canon(word), word)
     return joiner.join(dict.fromkeys(seen.get(s, s) for s in stems))
+
+
+def _subject(claim: Parsed) -> str | None:
+    # Without a parser: the claim's first word after any determiner, when it is a content
+    # word ("Members get...", "The members get..."); "They are..." has no checkable subject.
+    first = next((w for w in words(claim.text) if w.lower() not in DETERMINERS), None)
+    if first is None or not claim.seq or canon(first) != claim.seq[0]:
+        return None
+    return claim.seq[0]
 
 
 _SUBJECTIVE_STEMS = frozenset(canon(w) for w in SUBJECTIVE)
@@ -364,12 +402,21 @@ def _judgements(text: str) -> set[str]:
     }
 
 
+# "all" is left out: it is mostly loose ("all three albums") and a stopword besides.
+_UNIVERSALS = frozenset({"every", "everyone", "everything", "everywhere", "always"})
+
+
+def _universals(text: str) -> set[str]:
+    # "free shipping on every order": a universal goes beyond any one stated case; it is
+    # grounded only when the context generalises too. Compared as written.
+    return {low for w in words(text) if (low := w.lower()) in _UNIVERSALS}
+
+
 def _too_little(alignment: _Alignment, claim: Parsed) -> bool:
-    # In a short claim every word is the fact ("a married singer"); only longer claims have
-    # words that are mere phrasing, so only they get the SUPPORT_THRESHOLD slack.
-    if len(claim.terms) <= SHORT_CLAIM:
-        return alignment.unmatched > 0
-    return alignment.unmatched > (1 - SUPPORT_THRESHOLD) * alignment.total
+    # In a short claim every word is the fact ("a married singer"); longer claims have
+    # words that are mere phrasing, so the slack grows with the claim beyond STRICT_WORDS.
+    slack = (1 - SUPPORT_THRESHOLD) * max(0.0, alignment.total - STRICT_WORDS)
+    return alignment.unmatched > slack
 
 
 def _supported_number(number: Number, known: Sequence[Number]) -> bool:

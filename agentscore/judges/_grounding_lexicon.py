@@ -11,6 +11,7 @@ __all__ = [
     "ABBREVIATIONS",
     "ANTONYM_PAIRS",
     "CALENDAR",
+    "DETERMINERS",
     "FRAMING",
     "HEDGES",
     "IRREGULAR_FORMS",
@@ -54,6 +55,9 @@ STOPWORDS = _bag(
     tell
     """
 )
+
+# Words before a noun that say which one, not what: skipped to reach a claim's subject.
+DETERMINERS = _bag("the a an this that these those our your their its his her")
 
 # Polarity words: kept out of content overlap and compared separately.
 NEGATIONS = _bag(
