@@ -57,6 +57,9 @@ NAME_PREFIX = 5
 # counts as a contradiction rather than as a sentence about something else.
 ALIGN_FOR_CONFLICT = 0.5
 ALIGN_FOR_NEGATION = 0.5
+# A fact's sentence, or the sentences just before it (where "It" / "He" is introduced), must
+# mention one of the claim's names for the fact to be about them.
+NAME_WINDOW = 1
 # A name swap needs the rest of the claim to restate the sentence almost entirely.
 NAME_SWAP_OVERLAP = 0.75
 # Shared words under a negation needed for a flip (2 would spare "not for elderly users"
@@ -146,6 +149,7 @@ class _Alignment:
     unmatched: float  # claim content (numbers weigh NUMBER_WEIGHT words) not in the context
     total: float  # all claim content, same weighting
     best_overlap: float  # share of claim words (not numbers) found in the best sentence
+    nearby: frozenset[str]  # terms of the best sentence and the NAME_WINDOW before it
 
 
 def _check(claim: str, context: _Context, mode: Mode) -> ClaimCheck:
@@ -186,10 +190,13 @@ def _align(claim: Parsed, context: _Context) -> _Alignment:
             if _supported_number(number, context.sentences[i].numbers):
                 scores[i] = scores.get(i, 0.0) + context.number_weight
     if not scores:
-        return _Alignment(None, 0.0, 0.0, 0.0)
-    best = context.sentences[min(scores, key=lambda i: (-scores[i], i))]
+        return _Alignment(None, 0.0, 0.0, 0.0, frozenset())
+    at = min(scores, key=lambda i: (-scores[i], i))
+    best = context.sentences[at]
     unmatched, total = _unmatched(claim, context)
-    return _Alignment(best, unmatched, total, _overlap(claim, best))
+    window = context.sentences[max(0, at - NAME_WINDOW) : at + 1]
+    nearby = frozenset().union(*(s.terms for s in window))
+    return _Alignment(best, unmatched, total, _overlap(claim, best), nearby)
 
 
 def _unmatched(claim: Parsed, context: _Context) -> tuple[float, float]:
@@ -342,6 +349,7 @@ def _gap(claim: Parsed, alignment: _Alignment, context: _Context) -> str | None:
         if not _supported_number(number, context.numbers):
             return f"the number {_show(number)} does not appear in the context"
     known = context.vocabulary
+    short = len(claim.terms) <= SHORT_CLAIM
     # "Libyan" / "Libya", "presidential" / "President": a shared 5-letter start is the same name.
     missing_names = sorted(
         n
@@ -350,6 +358,11 @@ def _gap(claim: Parsed, alignment: _Alignment, context: _Context) -> str | None:
     )
     if missing_names:
         return f"{_surface(claim.text, missing_names)} not mentioned in the context"
+    # "Hot Rod was founded in 1987" against "Cooking Light ... founded in 1987": every word is
+    # in the context, but the fact is stated about another name.
+    if short and claim.names and not claim.names & alignment.nearby:
+        named = _surface(claim.text, sorted(claim.names))
+        return f"the context says this about something other than {named}"
     # Every word of a multi-word name may occur and the name still be made up.
     broken = sorted(claim.name_pairs - context.pairs)
     if broken:
@@ -361,7 +374,7 @@ def _gap(claim: Parsed, alignment: _Alignment, context: _Context) -> str | None:
     if universal:
         return f"'{universal[0]}' claims more than the context states"
     subject = _subject(claim)
-    if len(claim.terms) <= SHORT_CLAIM and subject and subject not in known:
+    if short and subject and subject not in known:
         return (
             f"'{_surface(claim.text, [subject])}' (what the claim is about) is not in the context"
         )

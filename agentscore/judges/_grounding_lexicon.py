@@ -15,6 +15,7 @@ __all__ = [
     "FRAMING",
     "HEDGES",
     "IRREGULAR_FORMS",
+    "KEY_WORDS",
     "NEGATIONS",
     "SPECULATIVE",
     "SPECULATIVE_PHRASES",
@@ -137,6 +138,16 @@ SYNONYM_GROUPS = _groups(
     die/pass award/prize student/pupil town/city happy/glad rich/wealthy home/household
     """
 )
+
+# Terse JSON field names spelt out, so a claim's plain words meet them ("expected_on" is
+# when something is expected to arrive; "eta" likewise).
+KEY_WORDS = {
+    "eta": "estimated arrival",
+    "expected": "expected arrival",
+    "qty": "quantity",
+    "amt": "amount",
+    "dob": "date of birth",
+}
 
 # Irregular verb forms folded onto their base so "grew" and "grown" meet "grow".
 IRREGULAR_FORMS = _groups(

@@ -13,6 +13,7 @@ from agentscore.judges._grounding_lexicon import (
     ABBREVIATIONS,
     ANTONYM_PAIRS,
     IRREGULAR_FORMS,
+    KEY_WORDS,
     SYNONYM_GROUPS,
 )
 
@@ -31,6 +32,7 @@ _SENTENCE_END = re.compile(
 )
 _WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
 
+_KEEP_DOUBLE = frozenset("aeioulsz")  # "fill", "pass", "buzz", "agree" double by nature
 _INFLECTIONS = ("ies", "ied", "ing", "es", "ed", "s", "ly")
 _DERIVATIONS = ("ational", "ation", "ition", "ments", "ment", "ness", "ions", "ion", "ee", "er")
 
@@ -46,6 +48,9 @@ def stem(word: str) -> str:
     for suffix in _INFLECTIONS:
         if w.endswith(suffix) and len(w) - len(suffix) >= 3:
             w = w[: -len(suffix)] + ("y" if suffix in ("ies", "ied") else "")
+            # "submitting" / "planned" double the last consonant: undo it to meet "submit".
+            if suffix in ("ing", "ed") and w[-1] == w[-2] and w[-1] not in _KEEP_DOUBLE:
+                w = w[:-1]
             break
     for suffix in _DERIVATIONS:
         if w.endswith(suffix) and len(w) - len(suffix) >= 4:
@@ -156,6 +161,7 @@ def _json_leaves(data: object, path: str) -> list[tuple[str, str]]:
         for key, value in data.items():
             # "expected_on" / "shippedOn" are words the claim may use ("expected on").
             name = _CAMEL.sub(" ", str(key)).replace("_", " ").replace("-", " ")
+            name = " ".join(KEY_WORDS.get(w.lower(), w) for w in name.split())
             out.extend(_json_leaves(value, f"{path} {name}".strip()))
         return out
     if isinstance(data, list):
