@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentscore._clients import LoopLocalClient, create_chat_completion
 from agentscore.errors import ConfigurationError
-from agentscore.evals import Evals, EvalsLike, SampledScorer
+from agentscore.evals import Evals, EvalsLike, SampledScorer, sampled_entries
 from agentscore.live._loop import BackgroundLoop
 from agentscore.live.runner import Runner, ScoreJob, default_runner
 from agentscore.live.sampling import sample_point, sampled
@@ -137,7 +137,7 @@ class Agent:
         self,
         prompt: str | Sequence[Message | Mapping[str, Any]],
         *,
-        scorers: Sequence[Scorer] | None = None,
+        scorers: Sequence[Scorer | SampledScorer] | None = None,
         conversation_id: str | None = None,
         request_context: Mapping[str, Any] | None = None,
         ground_truth: Any = None,
@@ -159,13 +159,16 @@ class Agent:
         self,
         prompt: str | Sequence[Message | Mapping[str, Any]],
         *,
-        scorers: Sequence[Scorer] | None = None,
+        scorers: Sequence[Scorer | SampledScorer] | None = None,
         conversation_id: str | None = None,
         request_context: Mapping[str, Any] | None = None,
         ground_truth: Any = None,
     ) -> AgentResult:
         """Run the tool loop to an answer. `scorers` replaces the agent's scorers for this call
-        (run on every call, unsampled); `scorers=[]` disables scoring for it."""
+        (a `Scorer` runs on every call, a `SampledScorer` at its own rate); `scorers=[]`
+        disables scoring for it. A wrong scorer type raises `ConfigurationError` here, before
+        any model call."""
+        entries = self.evals.entries if scorers is None else sampled_entries(scorers, 1.0)
         input_messages = coerce_messages(prompt, default_role="user")
         system = [Message(role="system", content=self.instructions)] if self.instructions else []
         conversation = system + input_messages
@@ -196,7 +199,7 @@ class Agent:
         )
         try:
             self._submit_scoring(
-                result, input_messages, scorers, conversation_id, request_context, ground_truth
+                result, input_messages, entries, conversation_id, request_context, ground_truth
             )
         except Exception as exc:  # scoring must never cost the caller its answer
             _log.error("scoring_submit_failed", agent=self.name, error_type=type(exc).__name__)
@@ -310,16 +313,11 @@ class Agent:
         self,
         result: AgentResult,
         input_messages: list[Message],
-        override: Sequence[Scorer] | None,
+        entries: tuple[SampledScorer, ...],
         conversation_id: str | None,
         request_context: Mapping[str, Any] | None,
         ground_truth: Any,
     ) -> None:
-        entries = (
-            self.evals.entries
-            if override is None
-            else tuple(SampledScorer(scorer, 1.0) for scorer in override)
-        )
         if not entries:
             return
         point = sample_point(result.trace_id, result.run_id)

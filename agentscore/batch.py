@@ -67,8 +67,8 @@ async def run_evals(
     An item is a mapping with `input`, and `output` unless a `target` produces it (an `Agent`,
     or any sync or async callable taking the input); optional `ground_truth`, `context`
     (kept in `run.request_context["context"]`, which `agentscore.context.run_context` reads)
-    and `id`. A failing
-    item is recorded with its error; it never stops the run.
+    and `id`. A failing item is recorded with its error; it never stops the run.
+    `on_item_complete` (sync or async) sees each item's result as soon as it is scored.
     """
     if concurrency < 1:
         raise ConfigurationError("concurrency must be at least 1")
@@ -82,7 +82,9 @@ async def run_evals(
             outcome = await _evaluate_item(index, item, scorers, target)
         results[index] = outcome
         if on_item_complete is not None:
-            on_item_complete(outcome)
+            returned = on_item_complete(outcome)
+            if inspect.isawaitable(returned):
+                await returned
 
     async with anyio.create_task_group() as task_group:
         for index, item in enumerate(data):

@@ -11,7 +11,7 @@ from agentscore.live.runner import Runner, ScoreSink
 from agentscore.run import ScorerRun
 from agentscore.scorers.base import Scorer
 
-__all__ = ["Evals", "EvalsLike", "SampledScorer"]
+__all__ = ["Evals", "EvalsLike", "SampledScorer", "sampled_entries"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,9 +29,10 @@ class SampledScorer:
 class Evals:
     """Scorers to run live on an agent's generations.
 
-    `sampling` is the share of generations scored (decided on the trace id); `filter` can
-    veto a run before sampling; results go to `on_score` (on the background loop) and to the
-    agent's `scores`. `runner` defaults to the process-wide runner.
+    `sampling` is the share of generations scored (decided on the trace id, which costs
+    nothing); `filter` is then asked about each sampled run and can veto it, so it never
+    runs on traffic that sampling skips. Results go to `on_score` (on the background loop)
+    and to the agent's `scores`. `runner` defaults to the process-wide runner.
     """
 
     scorers: Sequence[Scorer | SampledScorer] = ()
@@ -43,17 +44,7 @@ class Evals:
 
     def __post_init__(self) -> None:
         _check_rate(self.sampling)
-        entries: list[SampledScorer] = []
-        for item in self.scorers:
-            if isinstance(item, SampledScorer):
-                entries.append(item)
-            elif isinstance(item, Scorer):
-                entries.append(SampledScorer(item, self.sampling))
-            else:
-                raise ConfigurationError(
-                    f"evals scorers must be Scorer or SampledScorer, got {type(item).__name__}"
-                )
-        object.__setattr__(self, "_entries", tuple(entries))
+        object.__setattr__(self, "_entries", sampled_entries(self.scorers, self.sampling))
 
     @property
     def entries(self) -> tuple[SampledScorer, ...]:
@@ -87,6 +78,23 @@ def _coerce_scorer(item: object) -> Scorer | SampledScorer:
     if isinstance(item, Scorer | SampledScorer):
         return item
     raise ConfigurationError(f"evals scorers must be scorers, got {type(item).__name__}")
+
+
+def sampled_entries(
+    scorers: Sequence[Scorer | SampledScorer], sampling: float
+) -> tuple[SampledScorer, ...]:
+    """Every scorer with its rate: its own if it is a `SampledScorer`, `sampling` otherwise."""
+    entries: list[SampledScorer] = []
+    for item in scorers:
+        if isinstance(item, SampledScorer):
+            entries.append(item)
+        elif isinstance(item, Scorer):
+            entries.append(SampledScorer(item, sampling))
+        else:
+            raise ConfigurationError(
+                f"scorers must be Scorer or SampledScorer, got {type(item).__name__}"
+            )
+    return tuple(entries)
 
 
 def _check_rate(rate: float) -> None:

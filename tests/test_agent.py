@@ -12,6 +12,7 @@ import trio
 
 from agentscore import Agent, tool
 from agentscore.context import ContextParams
+from agentscore.errors import ConfigurationError
 from agentscore.evals import Evals, SampledScorer
 from agentscore.judges import OpenAIJudge
 from agentscore.live.runner import Runner
@@ -238,6 +239,24 @@ async def test_per_call_override_and_disable() -> None:
 
 
 @pytest.mark.anyio
+async def test_per_call_scorers_take_sampled_scorers_and_reject_other_objects() -> None:
+    runner = Runner()
+    agent, model = make_agent(judge_endpoint(), runner, sampling=0.0)
+    scorer = agent.evals.entries[0].scorer
+
+    await agent.generate("Where is order 42?", scorers=[SampledScorer(scorer, 0.0)])
+    await agent.generate("Where is order 42?", scorers=[SampledScorer(scorer, 1.0)])
+    requests_before = len(model.requests)
+    with pytest.raises(ConfigurationError, match="got str"):
+        await agent.generate("Where is order 42?", scorers=["hallucination"])  # type: ignore[list-item]
+
+    assert len(model.requests) == requests_before  # rejected before any model call
+    assert await agent.aflush(timeout=10)
+    assert runner.stats().submitted == 1
+    assert [s.status for s in agent.scores] == [ScoreStatus.SCORED]
+
+
+@pytest.mark.anyio
 async def test_tool_errors_unknown_tools_and_bad_arguments_reach_the_model() -> None:
     @tool
     async def explode() -> str:
@@ -279,6 +298,27 @@ async def test_max_steps_stops_a_model_that_never_answers() -> None:
     assert result.finish_reason == "max_steps"
     assert len(model.requests) == 3
     assert result.text == ""
+
+
+@pytest.mark.anyio
+async def test_the_filter_sees_only_sampled_runs_and_can_veto_them() -> None:
+    runner = Runner()
+    asked: list[str] = []
+
+    def only_order_questions(run: Any) -> bool:
+        asked.append(run.run_id)
+        return "order" in str(run.input[0].content)
+
+    unsampled, _ = make_agent(judge_endpoint(), runner, sampling=0.0, filter=only_order_questions)
+    await unsampled.generate("Where is order 42?")
+    assert asked == []
+
+    sampled, _ = make_agent(judge_endpoint(), runner, filter=only_order_questions)
+    await sampled.generate("Where is order 42?")
+    await sampled.generate("Where is my parcel?")
+    assert len(asked) == 2
+    assert await sampled.aflush(timeout=10)
+    assert runner.stats().submitted == 1
 
 
 @pytest.mark.anyio

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 import pytest
 
 from agentscore import Agent
@@ -31,6 +32,19 @@ async def test_recorded_outputs_are_scored_and_averaged() -> None:
     assert report.scores == {"faithfulness": 0.5}
     assert report.summaries["faithfulness"].pass_rate == 0.5
     assert sorted(item.index for item in completed) == [0, 1]
+
+
+async def test_an_async_item_callback_is_awaited() -> None:
+    data = [{"input": "When?", "output": "Python was first released in 1991.", "context": CONTEXT}]
+    seen: list[int] = []
+
+    async def completed(item: EvalItemResult) -> None:
+        await anyio.sleep(0.001)
+        seen.append(item.index)
+
+    scorer = create_faithfulness_scorer("local", get_context=run_context)
+    await run_evals(data, [scorer], on_item_complete=completed)
+    assert seen == [0]
 
 
 async def test_a_failing_item_is_recorded_and_the_run_goes_on() -> None:

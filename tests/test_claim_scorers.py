@@ -9,7 +9,8 @@ from typing import Any
 import anyio
 import pytest
 
-from agentscore.judges import OpenAIJudge
+from agentscore.errors import ConfigurationError
+from agentscore.judges import OpenAIJudge, ResponseCache
 from agentscore.run import ScorerRun
 from agentscore.scorers import (
     ScoreStatus,
@@ -141,6 +142,25 @@ async def test_second_identical_run_is_served_from_the_cache() -> None:
     assert second.judge_usage.cache_hits == 1
 
 
+async def test_a_shared_cache_serves_two_judges() -> None:
+    endpoint = ScriptedEndpoint([chat_completion(verify_reply(PYTHON))])
+    shared = ResponseCache()  # empty, hence falsy: it must still be the one used
+    first = create_faithfulness_scorer(judge_for(endpoint, cache=shared), context=PYTHON.context)
+    second = create_faithfulness_scorer(judge_for(endpoint, cache=shared), context=PYTHON.context)
+
+    await first.run(seed_run(PYTHON))
+    result = await second.run(seed_run(PYTHON))
+
+    assert len(endpoint.requests) == 1
+    assert len(shared) == 1
+    assert result.judge_usage.cache_hits == 1
+
+
+def test_a_cache_without_room_is_a_configuration_error() -> None:
+    with pytest.raises(ConfigurationError, match="max_entries"):
+        ResponseCache(max_entries=0)
+
+
 @pytest.mark.parametrize("output", ["", "   ", None])
 async def test_empty_output_scores_zero_without_any_judge_call(output: str | None) -> None:
     endpoint = ScriptedEndpoint([])
@@ -180,13 +200,26 @@ async def test_unsure_counts_as_supported_is_deepevals_rule() -> None:
         context=PYTHON.context,
         unsure_counts_as_supported=True,
     )
-    assert (await lenient.run(seed_run(PYTHON))).score == 1.0
+    faithful = await lenient.run(seed_run(PYTHON))
+    assert faithful.score == 1.0
+    # The reason counts the way the score did.
+    assert faithful.reason is not None
+    assert faithful.reason.startswith(
+        "The score is 1 because 4 of 4 claims are supported (2 unverifiable, counted as "
+        "supported). Unverifiable: "
+    )
     lenient_hallucination = create_hallucination_scorer(
         judge_for(endpoint, use_cache=False),
         context=PYTHON.context,
         unsure_counts_as_supported=True,
     )
-    assert (await lenient_hallucination.run(seed_run(PYTHON))).score == 0.0
+    hallucination = await lenient_hallucination.run(seed_run(PYTHON))
+    assert hallucination.score == 0.0
+    assert hallucination.reason is not None
+    assert hallucination.reason.startswith(
+        "The score is 0 because 0 of 4 claims are hallucinated (2 unverifiable, counted as "
+        "supported). Unverifiable: "
+    )
 
 
 async def test_scale_strict_mode_and_threshold() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -11,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 
-from agentscore.live.runner import Runner, ScoreJob
+from agentscore.live.runner import Runner, ScoreJob, exit_flush_timeout
 from agentscore.result import ScoreStatus
 from agentscore.run import ScorerRun
 from agentscore.scorers import StepParams, create_scorer
@@ -102,6 +104,22 @@ def test_scorer_exceptions_are_failed_results() -> None:
     runner.submit(ScoreJob(sleeping_scorer(0), ScorerRun(output="y")))
     assert runner.flush(timeout=5)
     assert sorted(r.status.value for r in results) == ["failed", "scored"]
+    assert_identity(runner)
+
+
+def test_a_job_whose_failure_path_raises_does_not_stop_the_dispatcher() -> None:
+    class Broken:
+        """Not a scorer: running it and building its failure result both raise."""
+
+    results: list[Any] = []
+    runner = Runner(concurrency=1, on_score=results.append)
+    runner.submit(ScoreJob(Broken(), ScorerRun(output="x")))  # type: ignore[arg-type]
+    for i in range(3):
+        runner.submit(ScoreJob(sleeping_scorer(0), ScorerRun(output=f"{i}")))
+    assert runner.flush(timeout=5)
+    stats = runner.stats()
+    assert (stats.scored, stats.failed, stats.pending) == (3, 1, 0)
+    assert [r.status.value for r in results] == ["scored"] * 3
     assert_identity(runner)
 
 
@@ -210,3 +228,47 @@ def test_exit_flush_is_bounded_in_time() -> None:
     out, elapsed = run_exit_script(job_seconds=60, exit_timeout="0.5")
     assert "scored" not in out
     assert elapsed < 15
+
+
+TELEMETRY_EXIT_SCRIPT = """
+import sys, anyio
+from agentscore import setup_telemetry
+from agentscore.live.runner import Runner, ScoreJob
+from agentscore.run import ScorerRun
+from agentscore.scorers import create_scorer
+
+async def slow(params):
+    await anyio.sleep(float(sys.argv[1]))
+
+setup = setup_telemetry(jsonl_path=sys.argv[2])
+scorer = create_scorer(id="slow", analyze=slow, generate_score=lambda p: 1.0)
+Runner().submit(ScoreJob(scorer, ScorerRun(output="x"), setup.telemetry))
+"""
+
+
+def test_telemetry_exit_hook_waits_for_scores_as_long_as_configured(tmp_path: Path) -> None:
+    # Longer than the 5 s default, shorter than the configured 20 s: the evaluation span
+    # is exported only if the exporters stay open until the score is in.
+    traces = tmp_path / "traces.jsonl"
+    completed = subprocess.run(
+        [sys.executable, "-c", TELEMETRY_EXIT_SCRIPT, "5.5", str(traces)],
+        env={**os.environ, "AGENTSCORE_EXIT_FLUSH_TIMEOUT": "20"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    assert completed.returncode == 0, completed.stderr
+    names = {json.loads(line).get("name") for line in traces.read_text().splitlines()}
+    assert "evaluation slow" in names
+
+
+def test_a_malformed_exit_timeout_falls_back_to_the_default(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("AGENTSCORE_EXIT_FLUSH_TIMEOUT", "soon")
+    assert exit_flush_timeout() == 5.0
+    monkeypatch.setenv("AGENTSCORE_EXIT_FLUSH_TIMEOUT", "-1")
+    assert exit_flush_timeout() == 5.0
+    monkeypatch.setenv("AGENTSCORE_EXIT_FLUSH_TIMEOUT", "0.25")
+    assert exit_flush_timeout() == 0.25

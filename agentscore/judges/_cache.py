@@ -10,6 +10,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from agentscore.errors import ConfigurationError
+
 __all__ = ["ResponseCache", "cache_key"]
 
 
@@ -23,7 +25,7 @@ class ResponseCache:
 
     def __init__(self, max_entries: int = 2048) -> None:
         if max_entries < 1:
-            raise ValueError("max_entries must be at least 1")
+            raise ConfigurationError("ResponseCache max_entries must be at least 1")
         self._max_entries = max_entries
         self._entries: OrderedDict[str, BaseModel] = OrderedDict()
         self._lock = Lock()

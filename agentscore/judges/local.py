@@ -58,9 +58,13 @@ class LocalJudge:
         if task == "claims.reason":
             from agentscore.scorers._claims import compose_reason
 
-            return {
-                "reason": compose_reason(payload["mode"], payload["score"], payload["verdicts"])
-            }
+            reason = compose_reason(
+                payload["mode"],
+                payload["score"],
+                payload["verdicts"],
+                unsure_counts_as_supported=payload.get("unsure_counts_as_supported", False),
+            )
+            return {"reason": reason}
         error = UnsupportedTaskError(
             f"the local judge cannot answer {task!r}; give this scorer an LLM judge "
             "(a model name or OpenAIJudge)"

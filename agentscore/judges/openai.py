@@ -75,7 +75,7 @@ class OpenAIJudge:
             ),
             shared=client,
         )
-        self._cache = (cache or ResponseCache()) if use_cache else None
+        self._cache = (cache if cache is not None else ResponseCache()) if use_cache else None
         self._in_flight: dict[str, tuple[object, anyio.Event]] = {}
         self.output_mode: OutputMode = output_mode
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import atexit
 import inspect
+import math
 import os
 import threading
 import time
@@ -37,6 +38,7 @@ __all__ = [
     "ScoreJob",
     "ScoreSink",
     "default_runner",
+    "exit_flush_timeout",
     "flush_started_runners",
     "shutdown_started_runners",
 ]
@@ -210,10 +212,16 @@ class Runner:
         try:
             result = await self._score(job)
             await self._deliver(job, result)
+        except Exception as exc:  # even a broken scorer object must not end the dispatcher
+            result = None
+            _log.error(
+                "scorer_job_crashed", scorer=_scorer_name(job), error_type=type(exc).__name__
+            )
         finally:
             slots.release()
             with self._idle_condition:
-                if result is None or result.status is ScoreStatus.FAILED:  # None: cancelled
+                # None: cancelled, or the job crashed before it had a result.
+                if result is None or result.status is ScoreStatus.FAILED:
                     self._failed += 1
                 else:
                     self._scored += 1
@@ -264,10 +272,15 @@ class Runner:
         )
 
 
+def _scorer_name(job: ScoreJob) -> str:
+    return str(getattr(job.scorer, "id", type(job.scorer).__name__))
+
+
 _default_runner: Runner | None = None
 _default_lock = threading.Lock()
 _started_runners: weakref.WeakSet[Runner] = weakref.WeakSet()
 EXIT_TIMEOUT_ENV = "AGENTSCORE_EXIT_FLUSH_TIMEOUT"
+_DEFAULT_EXIT_TIMEOUT = 5.0
 
 
 def default_runner() -> Runner:
@@ -299,7 +312,20 @@ def _each_started_runner(timeout: float, action: Callable[[Runner, float], bool]
     return finished
 
 
+def exit_flush_timeout() -> float:
+    """Seconds pending scores get at interpreter exit: AGENTSCORE_EXIT_FLUSH_TIMEOUT, else 5."""
+    raw = os.environ.get(EXIT_TIMEOUT_ENV, "")
+    try:
+        value = float(raw) if raw.strip() else _DEFAULT_EXIT_TIMEOUT
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value < math.inf:
+        _log.warning("invalid_exit_flush_timeout", value=raw[:40], used=_DEFAULT_EXIT_TIMEOUT)
+        return _DEFAULT_EXIT_TIMEOUT
+    return value
+
+
 @atexit.register
 def _flush_at_exit() -> None:
     """Give pending scores a bounded time to finish when the interpreter exits."""
-    shutdown_started_runners(float(os.environ.get(EXIT_TIMEOUT_ENV, "5")))
+    shutdown_started_runners(exit_flush_timeout())

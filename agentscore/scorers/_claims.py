@@ -141,7 +141,12 @@ class _OneCallSteps(_CommonSteps):
 
     def generate_reason(self, params: StepParams) -> str:
         assert params.score is not None
-        return compose_reason(self.mode, params.score, params.state["verdicts"])
+        return compose_reason(
+            self.mode,
+            params.score,
+            params.state["verdicts"],
+            unsure_counts_as_supported=self.options.unsure_counts_as_supported,
+        )
 
 
 class _StepwiseSteps(_CommonSteps):
@@ -198,7 +203,12 @@ class _StepwiseSteps(_CommonSteps):
         assert params.score is not None
         verdicts: list[VerdictItem] = params.state["verdicts"]
         if not verdicts:
-            return compose_reason(self.mode, params.score, verdicts)
+            return compose_reason(
+                self.mode,
+                params.score,
+                verdicts,
+                unsure_counts_as_supported=self.options.unsure_counts_as_supported,
+            )
         await self.resolve_context(params, "generate_reason")
         reply = await params.ask(
             JudgeRequest(
@@ -211,7 +221,12 @@ class _StepwiseSteps(_CommonSteps):
                     [item.model_dump(mode="json") for item in verdicts],
                 ),
                 output_type=prompts.Reason,
-                payload={"mode": self.mode, "score": params.score, "verdicts": verdicts},
+                payload={
+                    "mode": self.mode,
+                    "score": params.score,
+                    "verdicts": verdicts,
+                    "unsure_counts_as_supported": self.options.unsure_counts_as_supported,
+                },
             )
         )
         return reply.reason
@@ -278,36 +293,54 @@ def _verdicts_shape(verdicts: Sequence[VerdictItem]) -> dict[str, Any]:
     return {"verdicts": [item.model_dump(mode="json") for item in verdicts]}
 
 
-def compose_reason(mode: ClaimMode, score: float, verdicts: Sequence[VerdictItem]) -> str:
-    """The overall reason, written from the verdicts without another judge call."""
+def compose_reason(
+    mode: ClaimMode,
+    score: float,
+    verdicts: Sequence[VerdictItem],
+    *,
+    unsure_counts_as_supported: bool = False,
+) -> str:
+    """The overall reason, written from the verdicts without another judge call; it counts
+    claims the way the score did."""
     total = len(verdicts)
     if total == 0:
         return f"The score is {score:g} because the output makes no claims to check."
-    supported = [item for item in verdicts if item.verdict is Verdict.YES]
     contradicted = [item for item in verdicts if item.verdict is Verdict.NO]
     unverifiable = [item for item in verdicts if item.verdict is Verdict.UNSURE]
+    supported = total - len(contradicted) - len(unverifiable)
+    if unsure_counts_as_supported:
+        supported += len(unverifiable)
+    lenient_note = (
+        f" ({len(unverifiable)} unverifiable, counted as supported)"
+        if unsure_counts_as_supported and unverifiable
+        else ""
+    )
     if mode == "faithfulness":
-        if len(supported) == total:
+        if supported == total and not lenient_note:
             return (
                 f"The score is {score:g} because all {total} claims in the output are "
                 "supported by the context."
             )
-        head = f"The score is {score:g} because {len(supported)} of {total} claims are supported."
+        head = (
+            f"The score is {score:g} because {supported} of {total} claims are supported"
+            f"{lenient_note}."
+        )
     else:
-        if len(supported) == total:
+        if supported == total and not lenient_note:
             return (
                 f"The score is {score:g} because none of the {total} claims contradicts or goes "
                 "beyond the context."
             )
         head = (
-            f"The score is {score:g} because {len(contradicted) + len(unverifiable)} of {total} "
-            "claims are hallucinated."
+            f"The score is {score:g} because {total - supported} of {total} claims are "
+            f"hallucinated{lenient_note}."
         )
     parts = [head]
     if contradicted:
         parts.append("Contradicted by the context: " + _quote(contradicted) + ".")
     if unverifiable:
-        parts.append("Not supported by the context: " + _quote(unverifiable) + ".")
+        label = "Unverifiable" if unsure_counts_as_supported else "Not supported by the context"
+        parts.append(f"{label}: " + _quote(unverifiable) + ".")
     return " ".join(parts)
 
 

@@ -25,7 +25,6 @@ __all__ = [
     "RESPONSE_FINISH_REASONS",
     "RESPONSE_ID",
     "RESPONSE_MODEL",
-    "SYSTEM_INSTRUCTIONS",
     "TOOL_CALL_ARGUMENTS",
     "TOOL_CALL_ID",
     "TOOL_CALL_RESULT",
@@ -53,7 +52,6 @@ TOOL_CALL_ARGUMENTS = "gen_ai.tool.call.arguments"
 TOOL_CALL_RESULT = "gen_ai.tool.call.result"
 INPUT_MESSAGES = "gen_ai.input.messages"
 OUTPUT_MESSAGES = "gen_ai.output.messages"
-SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"
 ERROR_TYPE = "error.type"
 
 EVALUATION_EVENT = "gen_ai.evaluation.result"

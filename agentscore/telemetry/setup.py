@@ -33,7 +33,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
 from agentscore.errors import ConfigurationError
-from agentscore.live.runner import flush_started_runners
+from agentscore.live.runner import exit_flush_timeout, flush_started_runners
 from agentscore.telemetry.core import Telemetry
 
 __all__ = ["DEFAULT_JSONL_PATH", "JsonlExporter", "TelemetrySetup", "setup_telemetry"]
@@ -99,6 +99,10 @@ class TelemetrySetup:
             self._meter_provider.shutdown()
 
 
+def _shutdown_at_exit(setup: TelemetrySetup) -> None:
+    setup.shutdown(exit_flush_timeout())
+
+
 def setup_telemetry(
     service_name: str = "agentscore",
     *,
@@ -146,7 +150,7 @@ def setup_telemetry(
         telemetry, destination, installed, tracer_provider, logger_provider, meter_provider
     )
     # Registered after the runners' own exit hook, so it runs first: scores, then exporters.
-    atexit.register(setup.shutdown)
+    atexit.register(_shutdown_at_exit, setup)
     return setup
 
 
