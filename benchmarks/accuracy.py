@@ -3,7 +3,9 @@
 Reads ../shared/datasets (relative to the project root; see its README.md) in place:
 
 - HaluEval QA: two pairs per record, right_answer (grounded) and hallucinated_answer (not);
-  context = the knowledge passage plus the question (the answer is read as a reply to it).
+  context = the knowledge passage only, as in the datasets README's baseline. (Adding the
+  question to the context lowers the lexical baseline from 0.93 to 0.89: hallucinated
+  answers restate the question's words.)
 - SummEdits: summary vs document, label 1 = grounded.
 - WiCE: claim vs evidence sentences; only "supported" counts as grounded.
 
@@ -62,7 +64,7 @@ def _jsonl(name: str) -> Iterator[dict[str, object]]:
 def halueval() -> list[Item]:
     items: list[Item] = []
     for n, record in enumerate(_jsonl("halueval_qa.jsonl")):
-        context = (str(record["knowledge"]), str(record["question"]))
+        context = (str(record["knowledge"]),)
         items.append(Item(str(record["right_answer"]), context, True, n))
         items.append(Item(str(record["hallucinated_answer"]), context, False, n))
     return items
@@ -164,6 +166,8 @@ def sweep(data: dict[str, list[Item]]) -> tuple[float, float]:
 
 
 TARGETS = {"HaluEval QA": 0.95, "SummEdits": 0.60, "WiCE": 0.75}
+# The datasets README's lexical baselines: the local judge must beat these and this run's.
+README_BASELINES = {"HaluEval QA": 0.93, "SummEdits": 0.51, "WiCE": 0.71}
 
 
 def main() -> None:
@@ -179,7 +183,7 @@ def main() -> None:
         sweep(data)
     header = (
         f"{'set':<12} {'items':>5} {'local (all)':>11} {'local (odd)':>11} "
-        f"{'lexical*':>9} {'target':>7}"
+        f"{'lexical*':>9} {'README':>7} {'target':>7}  verdict"
     )
     print(header)
     print("-" * len(header))
@@ -190,9 +194,15 @@ def main() -> None:
         odd_ids = [k for k, i in enumerate(items) if i.record % 2]
         odd = balanced_accuracy([local[k] for k in odd_ids], [gold[k] for k in odd_ids])
         every = balanced_accuracy(local, gold)
+        baseline = max(lexical, README_BASELINES[name])
+        verdict = (
+            "below baseline"
+            if every <= baseline
+            else ("target met" if every >= TARGETS[name] else "beats baseline, target missed")
+        )
         print(
             f"{name:<12} {len(items):>5} {every:>11.3f} {odd:>11.3f} {lexical:>9.3f} "
-            f"{TARGETS[name]:>7.2f}"
+            f"{README_BASELINES[name]:>7.2f} {TARGETS[name]:>7.2f}  {verdict}"
         )
     rate, count = claims_per_second()
     print("\nbalanced accuracy. local: grounded iff every claim is 'yes' in hallucination mode,")

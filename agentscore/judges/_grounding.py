@@ -243,7 +243,7 @@ def _conflict(claim: Parsed, alignment: _Alignment, context: _Context) -> str | 
     return (
         _number_conflict(claim, alignment, context)
         or _negation_conflict(claim, best, alignment)
-        or _name_conflict(claim, best, context.vocabulary)
+        or _name_conflict(claim, best)
     )
 
 
@@ -314,9 +314,13 @@ def _negation_conflict(claim: Parsed, best: Parsed, alignment: _Alignment) -> st
     return f"'{word}' is negated in one and not in the other"
 
 
-def _name_conflict(claim: Parsed, best: Parsed, vocabulary: frozenset[str]) -> str | None:
+def _name_conflict(claim: Parsed, best: Parsed) -> str | None:
     # A swapped name: the rest of the claim restates the sentence, the names differ.
-    unknown = claim.names - best.terms
+    # "Canada" / "Canadians" share their first letters: the same name, not a swap.
+    starts = {t[:NAME_PREFIX] for t in best.terms if len(t) >= NAME_PREFIX}
+    unknown = {
+        n for n in claim.names - best.terms if len(n) < NAME_PREFIX or n[:NAME_PREFIX] not in starts
+    }
     rest = claim.terms - unknown
     if not unknown or not rest or len(rest & best.terms) < NAME_SWAP_OVERLAP * len(rest):
         return None
