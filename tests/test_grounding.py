@@ -172,6 +172,14 @@ def test_wrong_name_is_never_yes() -> None:
     assert verdict("Python was created by Guido van Rossum.", PYTHON) == "yes"
 
 
+def test_a_name_swap_is_a_contradiction_but_another_form_of_the_same_name_is_not() -> None:
+    context = ["The Canadian team won the 2017 final in Toronto."]
+    swapped = check_claims(["The Mexican team won the 2017 final in Toronto."], context)
+    assert swapped[0].verdict == "no"
+    assert "names Mexican" in swapped[0].reason
+    assert verdict("The team from Canada won the 2017 final in Toronto.", context) == "yes"
+
+
 def test_made_up_multiword_name_is_not_supported() -> None:
     context = ["Presque Isle State Park is a peninsula that juts into Lake Erie."]
     assert verdict("Lake Erie State Park.", context, "hallucination") == "unsure"

@@ -354,12 +354,7 @@ def _gap(claim: Parsed, alignment: _Alignment, context: _Context) -> str | None:
             return f"the number {_show(number)} does not appear in the context"
     known = context.vocabulary
     short = len(claim.terms) <= SHORT_CLAIM
-    # "Libyan" / "Libya", "presidential" / "President": a shared 5-letter start is the same name.
-    missing_names = sorted(
-        n
-        for n in claim.names - known
-        if len(n) < NAME_PREFIX or n[:NAME_PREFIX] not in context.prefixes
-    )
+    missing_names = sorted(n for n in claim.names if not _known_name(n, context))
     if missing_names:
         return f"{_surface(claim.text, missing_names)} not mentioned in the context"
     # "Hot Rod was founded in 1987" against "Cooking Light ... founded in 1987": every word is
@@ -386,6 +381,13 @@ def _gap(claim: Parsed, alignment: _Alignment, context: _Context) -> str | None:
         missing = [t for t in claim.seq if t not in known]
         return f"{_surface(claim.text, missing[:4])} not found" if missing else "too little matches"
     return None
+
+
+def _known_name(name: str, context: _Context) -> bool:
+    # "Libyan" / "Libya", "presidential" / "President": a shared 5-letter start is the same name.
+    if name in context.vocabulary:
+        return True
+    return len(name) >= NAME_PREFIX and name[:NAME_PREFIX] in context.prefixes
 
 
 def _surface(text: str, stems: Sequence[str], joiner: str = ", ") -> str:
