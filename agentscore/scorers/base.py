@@ -99,7 +99,7 @@ class StepParams:
 
 
 class Scorer:
-    """A scorer assembled from steps. Use `create_scorer` or the built-in factories."""
+    """A scorer assembled from steps (`create_scorer` is the same constructor); see `StepParams`."""
 
     def __init__(
         self,
@@ -277,40 +277,8 @@ class Scorer:
             print(f"[agentscore:{self.id}] {step}: {value!r}")
 
 
-def create_scorer(
-    *,
-    id: str,
-    generate_score: Callable[[StepParams], Any],
-    description: str = "",
-    judge: JudgeLike = None,
-    preprocess: Step | None = None,
-    analyze: Step | None = None,
-    generate_reason: Step | None = None,
-    scale: float = 1.0,
-    threshold: float | None = None,
-    higher_is_better: bool = True,
-    strict_mode: bool = False,
-    include_reason: bool = True,
-    verbose: bool = False,
-    timeout: float | None = None,
-) -> Scorer:
-    """Build a custom scorer from steps; see `Scorer` and `StepParams`."""
-    return Scorer(
-        id=id,
-        description=description,
-        judge=judge,
-        preprocess=preprocess,
-        analyze=analyze,
-        generate_score=generate_score,
-        generate_reason=generate_reason,
-        scale=scale,
-        threshold=threshold,
-        higher_is_better=higher_is_better,
-        strict_mode=strict_mode,
-        include_reason=include_reason,
-        verbose=verbose,
-        timeout=timeout,
-    )
+# Mastra's name for building a custom scorer; the same constructor, so one signature.
+create_scorer = Scorer
 
 
 async def _call_step(step: Step, params: StepParams) -> Any:
