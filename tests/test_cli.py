@@ -73,6 +73,12 @@ def test_demo_runs_offline_and_prints_the_score_table(tmp_path: Path) -> None:
     assert "offline local judge" in out
     assert "faithfulness (higher=better)" in out
     assert "12 scored, 0 failed, 0 dropped, 0 pending" in out
+    # The local judge's scores of the recorded answers: a grounded one, a half-invented one
+    # and an invented one (the tool found no such order).
+    rows = {line[:48].strip(): line[48:].split() for line in out.splitlines() if "  " in line}
+    assert rows["Where is my order 1042?"] == ["1.00", "pass", "0.00", "pass"]
+    assert rows["Is shipping free?"] == ["0.67", "pass", "0.33", "pass"]
+    assert rows["What happened to order 3003?"] == ["0.00", "fail", "1.00", "fail"]
     traces = (tmp_path / "agentscore-traces.jsonl").read_text().splitlines()
     events = [json.loads(line) for line in traces if "gen_ai.evaluation.result" in line]
     assert len(events) == 12

@@ -307,15 +307,6 @@ def test_one_verdict_per_claim_in_order_and_deterministic() -> None:
     assert check_claims(claims, MARS, mode="hallucination") == first
 
 
-def test_throughput_on_a_2kb_context() -> None:
-    context = [" ".join([*TESLA, *PYTHON, *MARS, *GROWTH, *FOUNDED] * 4)[:2048]]
-    claims = [*TESLA, *PYTHON, *MARS, "Python was released in 1994.", "Cats purr."] * 40
-    started = time.perf_counter()
-    check_claims(claims, context)
-    rate = len(claims) / (time.perf_counter() - started)
-    assert rate > 500  # the benchmark reports the real figure; this only guards regressions
-
-
 def test_json_string_values_are_split_into_sentences() -> None:
     """A negation in one sentence of a tool result must not flip a claim about another."""
     policy = json.dumps(
@@ -338,6 +329,25 @@ def test_json_keys_are_words_of_their_value() -> None:
     order = json.dumps({"result": {"order_id": 1042, "shipped_on": "2026-11-18"}})
     [check] = check_claims(["Order 1042 shipped on 2026-11-18."], [order], mode="hallucination")
     assert check.verdict == "yes"
+
+
+def test_fields_of_one_json_record_support_a_claim_in_any_order() -> None:
+    orders = {
+        "orders": [
+            {"carrier": "UPS", "order_id": 1042, "status": "shipped", "shipped_on": "2026-11-18"},
+            {"order_id": 2001, "status": "processing", "carrier": "FedEx"},
+        ]
+    }
+    context = [json.dumps(orders)]
+    assert verdict("Order 1042 was shipped with UPS on 2026-11-18.", context) == "yes"
+    # The carrier of another record is not this order's.
+    assert verdict("Order 1042 was shipped with FedEx on 2026-11-18.", context) == "unsure"
+
+
+def test_a_hedge_the_context_shares_is_not_speculation() -> None:
+    order = json.dumps({"result": {"order_id": 1042, "expected_on": "2026-11-24"}})
+    assert verdict("It is expected to arrive on 2026-11-24.", [order]) == "yes"
+    assert verdict("It is likely to arrive on 2026-11-24.", [order]) == "unsure"
 
 
 POLICY = json.dumps(

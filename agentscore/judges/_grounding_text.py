@@ -131,8 +131,11 @@ def _is_abbreviation(text: str, dot: int) -> bool:
     return token in ABBREVIATIONS or (len(token) == 1 and token.isalpha())
 
 
-def context_sentences(item: str) -> list[str]:
-    """Sentences of one context item; JSON tool results become one 'path value' line per leaf."""
+def context_sentences(item: str) -> list[tuple[str, int]]:
+    """Sentences of one context item, each with the record it belongs to (numbered from 0
+    within the item). JSON tool results become one 'path value' line per leaf, and the
+    leaves of one JSON object share a record: they are all about the same thing. Each prose
+    sentence is a record of its own."""
     stripped = item.strip()
     if stripped[:1] in ("{", "["):
         try:
@@ -144,28 +147,32 @@ def context_sentences(item: str) -> list[str]:
             # cannot be returned."): each is its own line, or a negation in one would be read
             # against a claim aligned with the other.
             lines = [
-                f"{path} {sentence}".strip()
-                for path, value in _json_leaves(data, "")
+                (f"{path} {sentence}".strip(), record)
+                for path, value, record in _json_leaves(data, "", [0], 0)
                 for sentence in (split_sentences(value) or [value])
             ]
-            return [line for line in lines if line]
-    return split_sentences(item)
+            return [(line, record) for line, record in lines if line]
+    return [(sentence, n) for n, sentence in enumerate(split_sentences(item))]
 
 
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 
 
-def _json_leaves(data: object, path: str) -> list[tuple[str, str]]:
+def _json_leaves(
+    data: object, path: str, counter: list[int], record: int
+) -> list[tuple[str, str, int]]:
     if isinstance(data, dict):
-        out: list[tuple[str, str]] = []
+        own = counter[0]
+        counter[0] += 1
+        out: list[tuple[str, str, int]] = []
         for key, value in data.items():
             # "expected_on" / "shippedOn" are words the claim may use ("expected on").
             name = _CAMEL.sub(" ", str(key)).replace("_", " ").replace("-", " ")
             name = " ".join(KEY_WORDS.get(w.lower(), w) for w in name.split())
-            out.extend(_json_leaves(value, f"{path} {name}".strip()))
+            out.extend(_json_leaves(value, f"{path} {name}".strip(), counter, own))
         return out
     if isinstance(data, list):
-        return [leaf for value in data for leaf in _json_leaves(value, path)]
+        return [leaf for value in data for leaf in _json_leaves(value, path, counter, record)]
     if data is None:
-        return [(path, "none")]
-    return [(path, str(data))]
+        return [(path, "none", record)]
+    return [(path, str(data), record)]
