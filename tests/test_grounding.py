@@ -180,6 +180,13 @@ def test_a_name_swap_is_a_contradiction_but_another_form_of_the_same_name_is_not
     assert verdict("The team from Canada won the 2017 final in Toronto.", context) == "yes"
 
 
+def test_country_abbreviations_match_the_names() -> None:
+    context = ["The United States team won the 2017 final in Toronto."]
+    assert verdict("The U.S. team won the 2017 final in Toronto.", context) == "yes"
+    assert verdict("The United States team won the final.", ["The US team won the final."]) == "yes"
+    assert verdict("The UK team won the 2017 final in Toronto.", context) != "yes"
+
+
 def test_made_up_multiword_name_is_not_supported() -> None:
     context = ["Presque Isle State Park is a peninsula that juts into Lake Erie."]
     assert verdict("Lake Erie State Park.", context, "hallucination") == "unsure"

@@ -44,8 +44,25 @@ class Parsed:
     question: bool
 
 
+# Country abbreviations and their names must match as the same words ("U.S." / "United States").
+_ABBREVIATIONS = (
+    (re.compile(r"\bU\.S\.(?:A\.)?|\bUSA?\b"), "United States"),
+    (re.compile(r"\bU\.K\.|\bUK\b"), "United Kingdom"),
+    (re.compile(r"\bU\.N\.|\bUN\b"), "United Nations"),
+    (re.compile(r"\bE\.U\.|\bEU\b"), "European Union"),
+)
+
+
+def _expand_abbreviations(text: str) -> str:
+    if "U" not in text and "E" not in text:
+        return text
+    for pattern, name in _ABBREVIATIONS:
+        text = pattern.sub(name, text)
+    return text
+
+
 def parse(text: str) -> Parsed:
-    spans = word_spans(text)
+    spans = word_spans(_expand_abbreviations(text))
     tokens = [token for token, _ in spans]
     lowered = [t.lower() for t in tokens]
     seq = tuple(
