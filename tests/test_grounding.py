@@ -347,8 +347,15 @@ def test_fields_of_one_json_record_support_a_claim_in_any_order() -> None:
     }
     context = [json.dumps(orders)]
     assert verdict("Order 1042 was shipped with UPS on 2026-11-18.", context) == "yes"
-    # The carrier of another record is not this order's.
+    # The carrier and the status of another record are not this order's.
     assert verdict("Order 1042 was shipped with FedEx on 2026-11-18.", context) == "unsure"
+    [borrowed] = check_claims(["Order 2001 was shipped with FedEx."], context)
+    assert borrowed.verdict == "unsure"
+    assert "shipped: said of another record" in borrowed.reason
+    assert verdict("Order 2001 is processing with FedEx.", context) == "yes"
+    # Words of an enclosing object describe every record inside it.
+    wrapped = [json.dumps({"tool": "lookup_orders", "result": orders})]
+    assert verdict("The lookup says order 2001 is processing.", wrapped) == "yes"
 
 
 def test_a_hedge_the_context_shares_is_not_speculation() -> None:

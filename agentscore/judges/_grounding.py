@@ -36,6 +36,8 @@ __all__ = [
 ]
 
 Verdict = Literal["yes", "no", "unsure"]
+# Where a context sentence comes from: its context item, and its JSON record (None in prose).
+Place = tuple[int, tuple[int, ...] | None]
 Mode = Literal["faithfulness", "hallucination"]
 
 # "yes" needs this share of a claim's content words beyond its first STRICT_WORDS (numbers
@@ -82,7 +84,8 @@ class ClaimCheck:
 @dataclass(frozen=True, slots=True)
 class _Context:
     sentences: tuple[Parsed, ...]
-    records: tuple[tuple[int, ...], ...]  # per sentence: the sentences of its record (JSON object)
+    places: tuple[Place, ...]
+    records: tuple[tuple[int, ...], ...]  # per sentence: the sentences of its JSON record
     index: dict[str, tuple[int, ...]]
     idf: dict[str, float]
     vocabulary: frozenset[str]
@@ -113,12 +116,14 @@ def _prepare(context: Sequence[str]) -> _Context:
         for sentence, record in context_sentences(item if isinstance(item, str) else str(item))
     )
     # A question asserts nothing, so it cannot support or contradict a claim.
-    kept = [(s, record) for s, record in parsed if not s.question]
+    kept = [(s, place) for s, place in parsed if not s.question]
     sentences = tuple(s for s, _ in kept)
-    members: dict[tuple[int, int], list[int]] = {}
-    for i, (_, record) in enumerate(kept):
-        members.setdefault(record, []).append(i)
-    records = tuple(tuple(members[record]) for _, record in kept)
+    places = tuple(place for _, place in kept)
+    members: dict[Place, list[int]] = {}
+    for i, place in enumerate(places):
+        if place[1] is not None:
+            members.setdefault(place, []).append(i)
+    records = tuple(tuple(members[p]) if p[1] is not None else (i,) for i, p in enumerate(places))
     postings: dict[str, list[int]] = {}
     for i, sentence in enumerate(sentences):
         for term in sentence.terms:
@@ -134,6 +139,7 @@ def _prepare(context: Sequence[str]) -> _Context:
     universals = frozenset().union(*(_universals(s.text) for s in sentences))
     return _Context(
         sentences,
+        places,
         records,
         index,
         idf,
@@ -157,6 +163,8 @@ class _Alignment:
     total: float  # all claim content, same weighting
     best_overlap: float  # share of claim words (not numbers) found in the best sentence
     nearby: frozenset[str]  # terms of the best sentence, the NAME_WINDOW before it, its record
+    place: Place | None = None  # the best sentence's
+    record_terms: frozenset[str] = frozenset()  # terms of the best sentence's JSON record
 
 
 def _check(claim: str, context: _Context, mode: Mode) -> ClaimCheck:
@@ -207,7 +215,10 @@ def _align(claim: Parsed, context: _Context) -> _Alignment:
     # The fields of one JSON record are all about the same thing, in any order.
     window = {*range(max(0, at - NAME_WINDOW), at + 1), *context.records[at]}
     nearby = frozenset().union(*(context.sentences[i].terms for i in window))
-    return _Alignment(best, unmatched, total, _overlap(claim, best), nearby)
+    record = frozenset().union(*(context.sentences[i].terms for i in context.records[at]))
+    return _Alignment(
+        best, unmatched, total, _overlap(claim, best), nearby, context.places[at], record
+    )
 
 
 def _unmatched(claim: Parsed, context: _Context) -> tuple[float, float]:
@@ -377,6 +388,9 @@ def _gap(claim: Parsed, alignment: _Alignment, context: _Context) -> str | None:
     broken = sorted(claim.name_pairs - context.pairs)
     if broken:
         return f"the name '{_surface(claim.text, list(broken[0]), ' ')}' does not occur as such"
+    borrowed = _borrowed(claim, alignment, context)
+    if borrowed:
+        return f"{_surface(claim.text, borrowed)}: said of another record, not this one"
     judged = sorted(_judgements(claim.text) - known)
     if judged:
         return f"the judgement '{_surface(claim.text, judged[:1])}' is not stated"
@@ -399,6 +413,30 @@ def _known_name(name: str, context: _Context) -> bool:
     if name in context.vocabulary:
         return True
     return len(name) >= NAME_PREFIX and name[:NAME_PREFIX] in context.prefixes
+
+
+def _borrowed(claim: Parsed, alignment: _Alignment, context: _Context) -> list[str]:
+    """Claim words that its JSON record lacks and only other records of the same tool result
+    have: in a list of orders, "order 2001 shipped" borrows "shipped" from order 1042."""
+    if alignment.place is None or alignment.place[1] is None:
+        return []
+    return sorted(
+        term
+        for term in claim.terms - alignment.record_terms
+        if (found := context.index.get(term))
+        and all(_unrelated(alignment.place, context.places[i]) for i in found)
+    )
+
+
+def _unrelated(place: Place, other: Place) -> bool:
+    """Another record of the same tool result that neither contains nor is contained in
+    this one (whose words describe it as a whole or in part)."""
+    item, record = place
+    other_item, other_record = other
+    if other_item != item or record is None or other_record is None:
+        return False
+    shorter = min(len(record), len(other_record))
+    return record[:shorter] != other_record[:shorter]
 
 
 def _surface(text: str, stems: Sequence[str], joiner: str = ", ") -> str:

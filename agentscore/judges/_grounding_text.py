@@ -131,11 +131,11 @@ def _is_abbreviation(text: str, dot: int) -> bool:
     return token in ABBREVIATIONS or (len(token) == 1 and token.isalpha())
 
 
-def context_sentences(item: str) -> list[tuple[str, int]]:
-    """Sentences of one context item, each with the record it belongs to (numbered from 0
-    within the item). JSON tool results become one 'path value' line per leaf, and the
-    leaves of one JSON object share a record: they are all about the same thing. Each prose
-    sentence is a record of its own."""
+def context_sentences(item: str) -> list[tuple[str, tuple[int, ...] | None]]:
+    """Sentences of one context item, each with the JSON record it belongs to (None for
+    prose). JSON tool results become one 'path value' line per leaf, and the leaves of one
+    JSON object share a record: they are all about the same thing. A record is the path of
+    object numbers from the root, so a record's ancestors are its prefixes."""
     stripped = item.strip()
     if stripped[:1] in ("{", "["):
         try:
@@ -148,23 +148,23 @@ def context_sentences(item: str) -> list[tuple[str, int]]:
             # against a claim aligned with the other.
             lines = [
                 (f"{path} {sentence}".strip(), record)
-                for path, value, record in _json_leaves(data, "", [0], 0)
+                for path, value, record in _json_leaves(data, "", [0], ())
                 for sentence in (split_sentences(value) or [value])
             ]
             return [(line, record) for line, record in lines if line]
-    return [(sentence, n) for n, sentence in enumerate(split_sentences(item))]
+    return [(sentence, None) for sentence in split_sentences(item)]
 
 
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 
 
 def _json_leaves(
-    data: object, path: str, counter: list[int], record: int
-) -> list[tuple[str, str, int]]:
+    data: object, path: str, counter: list[int], record: tuple[int, ...]
+) -> list[tuple[str, str, tuple[int, ...]]]:
     if isinstance(data, dict):
-        own = counter[0]
+        own = (*record, counter[0])
         counter[0] += 1
-        out: list[tuple[str, str, int]] = []
+        out: list[tuple[str, str, tuple[int, ...]]] = []
         for key, value in data.items():
             # "expected_on" / "shippedOn" are words the claim may use ("expected on").
             name = _CAMEL.sub(" ", str(key)).replace("_", " ").replace("-", " ")
