@@ -36,9 +36,9 @@ __all__ = [
 ]
 
 Verdict = Literal["yes", "no", "unsure"]
+Mode = Literal["faithfulness", "hallucination"]
 # Where a context sentence comes from: its context item, and its JSON record (None in prose).
 Place = tuple[int, tuple[int, ...] | None]
-Mode = Literal["faithfulness", "hallucination"]
 
 # "yes" needs this share of a claim's content words beyond its first STRICT_WORDS (numbers
 # weigh NUMBER_WEIGHT words) to occur in the context: a claim may leave at most
@@ -163,7 +163,7 @@ class _Alignment:
     total: float  # all claim content, same weighting
     best_overlap: float  # share of claim words (not numbers) found in the best sentence
     nearby: frozenset[str]  # terms of the best sentence, the NAME_WINDOW before it, its record
-    place: Place | None = None  # the best sentence's
+    place: Place | None = None  # where the best sentence comes from
     record_terms: frozenset[str] = frozenset()  # terms of the best sentence's JSON record
 
 
