@@ -161,6 +161,19 @@ def test_a_cache_without_room_is_a_configuration_error() -> None:
         ResponseCache(max_entries=0)
 
 
+async def test_reasons_about_one_claim_read_as_english() -> None:
+    context = ["The first version of Python was released in 1991."]
+    run = ScorerRun(output="Python was first released in 1991.")
+    faithful = await create_faithfulness_scorer("local", context=context).run(run)
+    assert faithful.reason == (
+        "The score is 1 because the output's one claim is supported by the context."
+    )
+    wrong = ScorerRun(output="Python was first released in 2005.")
+    hallucinated = await create_hallucination_scorer("local", context=context).run(wrong)
+    assert hallucinated.reason is not None
+    assert hallucinated.reason.startswith("The score is 1 because 1 of 1 claims is hallucinated.")
+
+
 @pytest.mark.parametrize("output", ["", "   ", None])
 async def test_empty_output_scores_zero_without_any_judge_call(output: str | None) -> None:
     endpoint = ScriptedEndpoint([])

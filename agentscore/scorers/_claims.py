@@ -315,26 +315,27 @@ def compose_reason(
         if unsure_counts_as_supported and unverifiable
         else ""
     )
-    if mode == "faithfulness":
-        if supported == total and not lenient_note:
-            return (
-                f"The score is {score:g} because all {total} claims in the output are "
-                "supported by the context."
+    counted = supported if mode == "faithfulness" else total - supported
+    verb = "is" if counted == 1 else "are"
+    if supported == total and not lenient_note:
+        if total == 1:
+            tail = (
+                "is supported by the context."
+                if mode == "faithfulness"
+                else "neither contradicts nor goes beyond the context."
             )
-        head = (
-            f"The score is {score:g} because {supported} of {total} claims are supported"
-            f"{lenient_note}."
+            return f"The score is {score:g} because the output's one claim {tail}"
+        tail = (
+            f"all {total} claims in the output are supported by the context."
+            if mode == "faithfulness"
+            else f"none of the {total} claims contradicts or goes beyond the context."
         )
-    else:
-        if supported == total and not lenient_note:
-            return (
-                f"The score is {score:g} because none of the {total} claims contradicts or goes "
-                "beyond the context."
-            )
-        head = (
-            f"The score is {score:g} because {total - supported} of {total} claims are "
-            f"hallucinated{lenient_note}."
-        )
+        return f"The score is {score:g} because {tail}"
+    quality = "supported" if mode == "faithfulness" else "hallucinated"
+    head = (
+        f"The score is {score:g} because {counted} of {total} claims {verb} {quality}"
+        f"{lenient_note}."
+    )
     parts = [head]
     if contradicted:
         parts.append("Contradicted by the context: " + _quote(contradicted) + ".")
