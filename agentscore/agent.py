@@ -16,12 +16,13 @@ from opentelemetry.trace import Span, Status, StatusCode
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentscore._clients import LoopLocalClient, create_chat_completion
+from agentscore.adapters import coerce_messages
 from agentscore.errors import ConfigurationError
 from agentscore.evals import Evals, EvalsLike, SampledScorer, sampled_entries
 from agentscore.live._loop import BackgroundLoop
 from agentscore.live.runner import Runner, ScoreJob, default_runner
 from agentscore.live.sampling import sample_point, sampled
-from agentscore.messages import Message, ToolCall, coerce_messages
+from agentscore.messages import Message, ToolCall
 from agentscore.result import ScoreResult
 from agentscore.run import ScorerRun
 from agentscore.scorers.base import Scorer

@@ -7,7 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from agentscore.messages import Message, assistant_text, coerce_messages, last_user_text
+from agentscore.adapters import coerce_messages
+from agentscore.messages import Message, assistant_text, last_user_text
 
 __all__ = ["ScorerRun"]
 
