@@ -32,6 +32,11 @@ class ScorerRun(BaseModel):
     trace_id: str | None = None
     span_id: str | None = None
     response_id: str | None = None
+    read_error: str | None = Field(
+        default=None,
+        description="Why the generation's messages could not be read; scoring it fails with "
+        "UnreadableMessageError instead of judging an empty answer.",
+    )
 
     @field_validator("input", mode="before")
     @classmethod

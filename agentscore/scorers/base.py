@@ -18,7 +18,12 @@ import structlog
 from pydantic import BaseModel
 
 from agentscore._redact import redact
-from agentscore.errors import ConfigurationError, JudgeError, ScorerTimeoutError
+from agentscore.errors import (
+    ConfigurationError,
+    JudgeError,
+    ScorerTimeoutError,
+    UnreadableMessageError,
+)
 from agentscore.judges.base import Judge, JudgeRequest, JudgeUsage
 from agentscore.judges.resolve import JudgeLike, resolve_judge
 from agentscore.live._loop import background_loop
@@ -164,6 +169,8 @@ class Scorer:
                 ScorerRun(), exc, StepParams(run=ScorerRun(), judge=self.judge)
             )
         params = StepParams(run=snapshot, judge=self.judge)
+        if snapshot.read_error is not None:
+            return self.failed_result(snapshot, UnreadableMessageError(snapshot.read_error), params)
         try:
             if budget is None:
                 return await self._run_steps(params)
