@@ -182,7 +182,7 @@ def _read_semconv(fields: Mapping[str, Any]) -> list[Message]:
             raise UnreadableMessageError(f"expected a message part, got {_kind(part)}")
         part_type = part.get("type")
         if part_type in _TEXT_PART_TYPES:
-            texts.append(str(part.get("content", part.get("text", ""))))
+            texts.append(_part_content(part, "content", "text"))
         elif part_type == "tool_call":
             calls.append(
                 ToolCall(
@@ -192,11 +192,10 @@ def _read_semconv(fields: Mapping[str, Any]) -> list[Message]:
                 )
             )
         elif part_type == "tool_call_response":
-            response = part.get("response", part.get("result"))
             results.append(
                 Message(
                     role="tool",
-                    content=_content_text(response),
+                    content=_part_content(part, "response", "result"),
                     tool_call_id=str(part.get("id") or ""),
                     name=part.get("name"),
                 )
@@ -210,6 +209,18 @@ def _read_semconv(fields: Mapping[str, Any]) -> list[Message]:
         text = "\n".join(texts) if texts else None
         messages.append(Message(role=role, content=text, tool_calls=tuple(calls)))
     return messages + results
+
+
+def _part_content(part: Mapping[str, Any], *keys: str) -> str:
+    """A part's text. Instrumentations drop the content and keep the part when capture is
+    off; judging what is left would judge an empty answer, so that is unreadable."""
+    for key in keys:
+        if key in part:
+            return _content_text(part[key]) or ""
+    raise UnreadableMessageError(
+        f"a {part.get('type')!r} part without its content: turn on the instrumentation's "
+        "message content capture"
+    )
 
 
 def _read_pydantic_ai(fields: Mapping[str, Any]) -> list[Message]:

@@ -29,6 +29,7 @@ from agentscore.judges.resolve import JudgeLike, resolve_judge
 from agentscore.live._loop import background_loop
 from agentscore.result import ScoreError, ScoreResult, ScoreStatus
 from agentscore.run import ScorerRun
+from agentscore.telemetry.core import scoring_scope
 
 __all__ = [
     "DEFAULT_SYSTEM_PROMPT",
@@ -161,6 +162,10 @@ class Scorer:
 
         `timeout` (seconds) tightens the scorer's own budget for this run.
         """
+        with scoring_scope():
+            return await self._run(run, timeout)
+
+    async def _run(self, run: ScorerRun | Mapping[str, Any], timeout: float | None) -> ScoreResult:
         budget = min((t for t in (self.timeout, timeout) if t is not None), default=None)
         try:
             snapshot = run if isinstance(run, ScorerRun) else ScorerRun.model_validate(run)
