@@ -1,4 +1,4 @@
-"""The `agentscore` command: `demo` and `eval`."""
+"""The `agentscore` command: `demo`, `eval` and `serve`."""
 
 from __future__ import annotations
 
@@ -40,7 +40,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     evaluate.add_argument("--threshold", type=float, default=0.5, help="pass threshold (0-1)")
 
+    from agentscore.serve.command import add_serve_command, serve_command
+
+    add_serve_command(commands)
     args = parser.parse_args(argv)
+    if args.command == "serve":
+        return serve_command(args)
     if args.command == "demo":
         from agentscore.demo import run_demo
 

@@ -67,6 +67,10 @@ class TraceAssembler:
     def open_traces(self) -> int:
         return len(self._traces)
 
+    def is_open(self, trace_id: int) -> bool:
+        """True while the trace's spans are held, waiting for its root or the idle timeout."""
+        return trace_id in self._traces
+
     def add(self, span: SpanRecord, now: float) -> list[ScorerRun]:
         runs: list[ScorerRun] = []
         trace = self._traces.get(span.trace_id)

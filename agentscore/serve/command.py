@@ -1,0 +1,63 @@
+"""The `agentscore serve` subcommand's arguments; `agentscore.cli` only hands them over."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from agentscore.errors import ConfigurationError
+
+__all__ = ["add_serve_command", "serve_command"]
+
+
+def add_serve_command(commands: Any) -> None:
+    serve = commands.add_parser(
+        "serve",
+        help="score the generations in OTLP traces sent to it (out of process)",
+        description="Receives OTLP/HTTP traces at POST /v1/traces; exports evaluations through "
+        "the OTEL_EXPORTER_OTLP_* settings.",
+    )
+    serve.add_argument("--scorers", required=True, help="MODULE:ATTR, an Evals or scorer list")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=4318)
+    serve.add_argument("--queue", default="agentscore-queue.db", help="SQLite queue file")
+    serve.add_argument("--max-queue", type=int, default=100_000, help="rows before 503")
+    serve.add_argument("--concurrency", type=int, default=16, help="jobs scored at once")
+    serve.add_argument("--idle-timeout", type=float, default=60.0, help="seconds")
+    serve.add_argument("--requests-per-minute", type=float, help="judge request budget")
+    serve.add_argument("--tokens-per-minute", type=float, help="judge token budget")
+    serve.add_argument("--max-age", type=float, help="drop jobs older than this (seconds)")
+    serve.add_argument("--drain-timeout", type=float, default=20.0, help="seconds at shutdown")
+    serve.add_argument("--synchronous", choices=["NORMAL", "FULL"], default="FULL")
+    serve.add_argument(
+        "--jsonl",
+        default="agentscore-evaluations.jsonl",
+        help="where evaluations go when no OTEL_EXPORTER_OTLP_* endpoint is set",
+    )
+
+
+def serve_command(args: argparse.Namespace) -> int:
+    from agentscore.serve import ServeOptions, run_service
+
+    try:
+        return run_service(
+            ServeOptions(
+                scorers=args.scorers,
+                host=args.host,
+                port=args.port,
+                queue=args.queue,
+                max_queue=args.max_queue,
+                concurrency=args.concurrency,
+                idle_timeout=args.idle_timeout,
+                requests_per_minute=args.requests_per_minute,
+                tokens_per_minute=args.tokens_per_minute,
+                max_age=args.max_age,
+                drain_timeout=args.drain_timeout,
+                synchronous=args.synchronous,
+                jsonl=args.jsonl,
+            )
+        )
+    except (ConfigurationError, ImportError, AttributeError) as exc:
+        print(f"agentscore serve: {exc}", file=sys.stderr)
+        return 2

@@ -1,0 +1,130 @@
+"""From received spans to queued score jobs: span reading, sampling, and one commit per request.
+
+Only what span reading needs is stored: spans with a GenAI or OpenInference role whole, every
+other span as a bare parent link (so an agent span still finds the model calls beneath an HTTP
+span). A trace's spans stay on disk while it is open and go once it closes; the generations it
+yields become job rows in the same transaction.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+
+from agentscore.evals import Evals
+from agentscore.live.sampling import sample_point, sampled
+from agentscore.run import ScorerRun
+from agentscore.serve.queue import Commit, JobKey, SqliteQueue
+from agentscore.serve.stats import ServiceStats
+from agentscore.spans.assembler import TraceAssembler
+from agentscore.spans.reading import span_role
+from agentscore.spans.records import SpanRecord
+
+__all__ = ["Ingestor"]
+
+
+class Ingestor:
+    """Owns the trace assembler; every method is safe to call from any thread."""
+
+    def __init__(
+        self,
+        queue: SqliteQueue,
+        evals: Evals,
+        stats: ServiceStats,
+        *,
+        idle_timeout: float = 60.0,
+        max_traces: int = 10_000,
+    ) -> None:
+        self._queue = queue
+        self._evals = evals
+        self._stats = stats
+        self._lock = threading.Lock()
+        self._assembler = TraceAssembler(idle_timeout=idle_timeout, max_traces=max_traces)
+        self._on_disk: set[int] = set()
+        self._restore()
+
+    def ingest(self, spans: Sequence[SpanRecord]) -> None:
+        """Read `spans` and commit what they change; returns once it is on disk."""
+        with self._lock:
+            now = time.monotonic()
+            slim = [_slim(span) for span in spans]
+            runs: list[ScorerRun] = []
+            for span in slim:
+                runs += self._assembler.add(span, now)
+            runs += self._assembler.expire(now)
+            self._commit(slim, runs, {span.trace_id for span in slim})
+        self._stats.add("spans_received", len(spans))
+
+    def expire(self) -> None:
+        """Close traces idle past the timeout (their standalone model calls become jobs)."""
+        with self._lock:
+            self._commit([], self._assembler.expire(time.monotonic()), set())
+
+    def _restore(self) -> None:
+        stored = self._queue.stored_spans()
+        emitted = self._queue.emitted()
+        now = time.monotonic()
+        runs: list[ScorerRun] = []
+        for span in stored:
+            runs += self._assembler.add(span, now)
+        self._on_disk = {span.trace_id for span in stored}
+        fresh = [run for run in runs if (run.trace_id, run.span_id) not in emitted]
+        self._commit([], fresh, set(), store=False)
+
+    def _commit(
+        self,
+        spans: Sequence[SpanRecord],
+        runs: Sequence[ScorerRun],
+        touched: set[int],
+        *,
+        store: bool = True,
+    ) -> None:
+        is_open = self._assembler.is_open
+        closed = {trace_id for trace_id in touched | self._on_disk if not is_open(trace_id)}
+        kept = [span for span in spans if span.trace_id not in closed] if store else []
+        emitted = [
+            (run.trace_id or "", run.span_id or "")
+            for run in runs
+            if run.trace_id and is_open(int(run.trace_id, 16))
+        ]
+        jobs = self._jobs(runs)
+        added = self._queue.commit(
+            Commit(spans=kept, emitted=emitted, jobs=jobs, closed_traces=closed & self._on_disk)
+        )
+        self._on_disk = (self._on_disk | {span.trace_id for span in kept}) - closed
+        self._stats.add("generations_found", len(runs))
+        self._stats.add("jobs_queued", added)
+
+    def _jobs(self, runs: Sequence[ScorerRun]) -> list[tuple[JobKey, ScorerRun]]:
+        jobs: list[tuple[JobKey, ScorerRun]] = []
+        for run in runs:
+            point = sample_point(run.trace_id, run.run_id)
+            chosen = [e.scorer for e in self._evals.entries if sampled(e.sampling, point)]
+            if not chosen or not self._accepts(run):
+                continue
+            self._stats.add("generations_sampled")
+            jobs += [((run.trace_id or "", run.span_id or "", s.id), run) for s in chosen]
+        return jobs
+
+    def _accepts(self, run: ScorerRun) -> bool:
+        # An unreadable run skips the filter: it must surface as a failed result.
+        if run.read_error is not None or self._evals.filter is None:
+            return True
+        try:
+            return bool(self._evals.filter(run))
+        except Exception:  # a broken filter skips the run, as in process
+            return False
+
+
+def _slim(span: SpanRecord) -> SpanRecord:
+    if span_role(span.attributes) is not None:
+        return span
+    return SpanRecord(
+        trace_id=span.trace_id,
+        span_id=span.span_id,
+        parent_span_id=span.parent_span_id,
+        name="",
+        end_time=span.end_time,
+        parent_is_remote=span.parent_is_remote,
+    )

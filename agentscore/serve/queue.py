@@ -1,0 +1,205 @@
+"""The service's durable queue: one SQLite file (WAL) holding open traces' spans and score jobs.
+
+Three tables: `spans` (the spans of traces still open, so a restart rebuilds the assembler),
+`emitted` (generations of open traces already turned into jobs, so that rebuild does not
+find them again) and `jobs` (one row per generation and scorer, keyed on trace id, span id and
+scorer id, deleted once its evaluation was exported). Every change that follows one OTLP
+request is one transaction, committed before the request is answered.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from agentscore.run import ScorerRun
+from agentscore.spans.records import SpanRecord
+
+__all__ = ["Commit", "Job", "JobKey", "SqliteQueue", "Synchronous"]
+
+Synchronous = Literal["NORMAL", "FULL"]
+JobKey = tuple[str, str, str]  # trace id hex, span id hex, scorer id
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS spans (seq INTEGER PRIMARY KEY, trace_id TEXT NOT NULL,
+                                  record TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS spans_by_trace ON spans (trace_id);
+CREATE TABLE IF NOT EXISTS emitted (trace_id TEXT NOT NULL, span_id TEXT NOT NULL,
+                                    PRIMARY KEY (trace_id, span_id)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS jobs (trace_id TEXT NOT NULL, span_id TEXT NOT NULL,
+                                 scorer_id TEXT NOT NULL, run TEXT NOT NULL,
+                                 created REAL NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,
+                                 not_before REAL NOT NULL DEFAULT 0,
+                                 PRIMARY KEY (trace_id, span_id, scorer_id)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS jobs_by_age ON jobs (created);
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    key: JobKey
+    run: ScorerRun
+    created: float
+    attempts: int
+
+    @property
+    def scorer_id(self) -> str:
+        return self.key[2]
+
+
+@dataclass(slots=True)
+class Commit:
+    """What one ingest step writes, all in one transaction."""
+
+    spans: Sequence[SpanRecord] = ()
+    emitted: Sequence[tuple[str, str]] = ()
+    jobs: Sequence[tuple[JobKey, ScorerRun]] = ()
+    closed_traces: Iterable[int] = ()
+
+
+class SqliteQueue:
+    """Thread-safe: one connection behind a lock (SQLite serialises writers anyway)."""
+
+    def __init__(self, path: str | Path, *, synchronous: Synchronous = "FULL") -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute(f"PRAGMA synchronous={synchronous}")
+        self._db.executescript(_SCHEMA)
+        self._spans = self._count("spans")
+        self._jobs = self._count("jobs")
+
+    @property
+    def depth(self) -> int:
+        """Rows held: stored spans plus pending jobs (what the back-pressure bound counts)."""
+        return self._spans + self._jobs
+
+    @property
+    def pending_jobs(self) -> int:
+        return self._jobs
+
+    def commit(self, change: Commit) -> int:
+        """Write one ingest step; returns how many jobs were new (not already queued)."""
+        now = time.time()
+        closed = [(f"{trace_id:032x}",) for trace_id in change.closed_traces]
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.executemany(
+                    "INSERT INTO spans (trace_id, record) VALUES (?, ?)",
+                    [(f"{s.trace_id:032x}", _dump_record(s)) for s in change.spans],
+                )
+                self._db.executemany("INSERT OR IGNORE INTO emitted VALUES (?, ?)", change.emitted)
+                before = self._db.total_changes
+                self._db.executemany(
+                    "INSERT OR IGNORE INTO jobs (trace_id, span_id, scorer_id, run, created) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    [(*key, run.model_dump_json(), now) for key, run in change.jobs],
+                )
+                added_jobs = self._db.total_changes - before
+                before = self._db.total_changes
+                self._db.executemany("DELETE FROM spans WHERE trace_id = ?", closed)
+                removed_spans = self._db.total_changes - before
+                self._db.executemany("DELETE FROM emitted WHERE trace_id = ?", closed)
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._spans += len(change.spans) - removed_spans
+            self._jobs += added_jobs
+        return added_jobs
+
+    def stored_spans(self) -> list[SpanRecord]:
+        """The spans of open traces, in the order they arrived."""
+        with self._lock:
+            rows = self._db.execute("SELECT record FROM spans ORDER BY seq").fetchall()
+        return [_load_record(row[0]) for row in rows]
+
+    def emitted(self) -> set[tuple[str, str]]:
+        with self._lock:
+            return set(self._db.execute("SELECT trace_id, span_id FROM emitted").fetchall())
+
+    def due_jobs(self, limit: int, exclude: set[JobKey]) -> list[Job]:
+        """The oldest jobs whose retry time has come, skipping those being scored."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT trace_id, span_id, scorer_id, run, created, attempts FROM jobs "
+                "WHERE not_before <= ? ORDER BY created LIMIT ?",
+                (time.time(), limit + len(exclude)),
+            ).fetchall()
+        jobs = [
+            Job((t, s, c), ScorerRun.model_validate_json(run), created, attempts)
+            for t, s, c, run, created, attempts in rows
+            if (t, s, c) not in exclude
+        ]
+        return jobs[:limit]
+
+    def oldest_job_age(self) -> float:
+        with self._lock:
+            row = self._db.execute("SELECT MIN(created) FROM jobs").fetchone()
+        return max(0.0, time.time() - row[0]) if row and row[0] is not None else 0.0
+
+    def delete_jobs(self, keys: Sequence[JobKey]) -> None:
+        with self._lock:
+            before = self._db.total_changes
+            self._db.executemany(
+                "DELETE FROM jobs WHERE trace_id = ? AND span_id = ? AND scorer_id = ?", keys
+            )
+            self._jobs -= self._db.total_changes - before
+
+    def retry_later(self, keys: Sequence[JobKey], delay: float) -> None:
+        with self._lock:
+            self._db.executemany(
+                "UPDATE jobs SET attempts = attempts + 1, not_before = ? "
+                "WHERE trace_id = ? AND span_id = ? AND scorer_id = ?",
+                [(time.time() + delay, *key) for key in keys],
+            )
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def _count(self, table: str) -> int:
+        return int(self._db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
+
+
+def _dump_record(span: SpanRecord) -> str:
+    return json.dumps(
+        [
+            f"{span.trace_id:032x}",
+            f"{span.span_id:016x}",
+            None if span.parent_span_id is None else f"{span.parent_span_id:016x}",
+            span.name,
+            dict(span.attributes),
+            span.end_time,
+            span.parent_is_remote,
+            span.scope,
+        ],
+        separators=(",", ":"),
+        default=str,
+    )
+
+
+def _load_record(text: str) -> SpanRecord:
+    trace_id, span_id, parent, name, attributes, end_time, remote, scope = json.loads(text)
+    return SpanRecord(
+        trace_id=int(trace_id, 16),
+        span_id=int(span_id, 16),
+        parent_span_id=None if parent is None else int(parent, 16),
+        name=name,
+        attributes={key: _tuples(value) for key, value in attributes.items()},
+        end_time=end_time,
+        parent_is_remote=remote,
+        scope=scope,
+    )
+
+
+def _tuples(value: Any) -> Any:
+    return tuple(_tuples(item) for item in value) if isinstance(value, list) else value

@@ -1,0 +1,67 @@
+"""The service's own counters: served on /healthz and exported as OpenTelemetry metrics."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+
+from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation, get_meter
+
+__all__ = ["COUNTERS", "ServiceStats"]
+
+_Callback = Callable[[CallbackOptions], Iterable[Observation]]
+
+COUNTERS = (
+    "requests_rejected",
+    "spans_received",
+    "generations_found",
+    "generations_sampled",
+    "jobs_queued",
+    "scored",
+    "failed",
+    "dropped",
+    "export_failures",
+    "judge_requests",
+    "judge_tokens",
+)
+
+
+class ServiceStats:
+    """Monotonic counts, thread-safe; each also an `agentscore.serve.<name>` OTel counter."""
+
+    def __init__(
+        self,
+        meter_provider: MeterProvider | None,
+        *,
+        depth: Callable[[], int],
+        oldest_age: Callable[[], float],
+    ) -> None:
+        self._lock = threading.Lock()
+        self._counts = dict.fromkeys(COUNTERS, 0)
+        meter = get_meter("agentscore.serve", meter_provider=meter_provider)
+        self._instruments = {
+            name: meter.create_counter(f"agentscore.serve.{name}") for name in COUNTERS
+        }
+
+        def observe(
+            read: Callable[[], float],
+        ) -> Callable[[CallbackOptions], Iterable[Observation]]:
+            return lambda _options: [Observation(read())]
+
+        meter.create_observable_gauge(
+            "agentscore.serve.queue.depth", [observe(depth)], unit="{row}"
+        )
+        meter.create_observable_gauge(
+            "agentscore.serve.queue.oldest_age", [observe(oldest_age)], unit="s"
+        )
+
+    def add(self, name: str, amount: int = 1) -> None:
+        if amount <= 0:
+            return
+        with self._lock:
+            self._counts[name] += amount
+        self._instruments[name].add(amount)
+
+    def snapshot(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self._counts)

@@ -1,0 +1,189 @@
+"""`agentscore serve` as the tests run it: a subprocess on a free 127.0.0.1 port, fed by an app
+instrumented with the OpenTelemetry SDK and its OTLP/HTTP protobuf exporter, exporting to an
+OTLP receiver the test runs (tests/http_collector.py, decoded with opentelemetry-proto)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from tests.http_collector import Collector
+
+ROOT = Path(__file__).resolve().parent.parent
+ORDER = {"order": "1042", "status": "shipped", "carrier": "UPS"}
+ANSWER = "Order 1042 shipped with UPS."
+WRONG = "Order 1042 shipped with FedEx."
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class ServeProcess:
+    process: subprocess.Popen[bytes]
+    url: str
+    log: Path
+
+    def health(self) -> dict[str, Any]:
+        return dict(httpx.get(f"{self.url}/healthz", timeout=5).json())
+
+    def kill(self) -> None:
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(10)
+
+    def terminate(self) -> str:
+        """SIGTERM, then the log line of a graceful stop. (uvicorn raises the signal again
+        once it has shut down, so the exit status is -SIGTERM either way.)"""
+        self.process.send_signal(signal.SIGTERM)
+        assert self.process.wait(60) == -signal.SIGTERM
+        [stopped] = [line for line in self.log.read_text().splitlines() if "serve_stopped" in line]
+        return stopped
+
+
+def start_serve(
+    tmp_path: Path, receiver: str, *args: str, judge_delay: float = 0.0
+) -> ServeProcess:
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env.update(
+        OTEL_EXPORTER_OTLP_ENDPOINT=receiver,
+        OTEL_METRIC_EXPORT_INTERVAL="500",
+        PYTHONPATH=str(ROOT),
+        SERVE_TEST_JUDGE_DELAY=str(judge_delay),
+    )
+    log = tmp_path / f"serve-{port}.log"
+    command = [
+        *(sys.executable, "-m", "agentscore.cli", "serve"),
+        *("--scorers", "tests.serve_scorers:evals", "--port", str(port)),
+        *("--queue", str(tmp_path / "queue.db"), *args),
+    ]
+    with log.open("ab") as out:
+        process = subprocess.Popen(command, env=env, cwd=tmp_path, stdout=out, stderr=out)
+    serve = ServeProcess(process, f"http://127.0.0.1:{port}", log)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"serve exited: {log.read_text()}")
+        try:
+            serve.health()
+            return serve
+        except httpx.TransportError:
+            time.sleep(0.05)
+    serve.kill()
+    raise RuntimeError(f"serve did not start: {log.read_text()}")
+
+
+@contextmanager
+def serving(tmp_path: Path, receiver: str, *args: str, **options: Any) -> Iterator[ServeProcess]:
+    serve = start_serve(tmp_path, receiver, *args, **options)
+    try:
+        yield serve
+    finally:
+        if serve.process.poll() is None:
+            serve.kill()
+
+
+def _parts(role: str, *parts: dict[str, Any]) -> dict[str, Any]:
+    return {"role": role, "parts": list(parts)}
+
+
+def traced_generation(
+    provider: TracerProvider, answer: str, *, request: int = 0
+) -> tuple[int, int]:
+    """One agent run, as a GenAI-instrumented app traces it; returns the agent span's
+    (trace id, span id)."""
+    tracer = provider.get_tracer("app")
+    user = _parts("user", {"type": "text", "content": f"Where is order 1042? ({request})"})
+    call = _parts(
+        "assistant", {"type": "tool_call", "id": "c1", "name": "lookup_order", "arguments": "{}"}
+    )
+    result = _parts("tool", {"type": "tool_call_response", "id": "c1", "response": ORDER})
+    reply = _parts("assistant", {"type": "text", "content": answer})
+    with (
+        tracer.start_as_current_span("POST /chat"),
+        tracer.start_as_current_span(
+            "invoke_agent support",
+            attributes={
+                "gen_ai.operation.name": "invoke_agent",
+                "gen_ai.agent.name": "support",
+                "gen_ai.input.messages": json.dumps([user]),
+                "gen_ai.output.messages": json.dumps([call, result, reply]),
+            },
+        ) as span,
+    ):
+        context = span.get_span_context()
+        return context.trace_id, context.span_id
+
+
+def send_generations(url: str, answers: list[str]) -> list[tuple[int, int]]:
+    """Trace one generation per answer and export them to `url` with the OTLP/HTTP protobuf
+    exporter, one request per trace; returns (trace id, agent span id) of each."""
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(f"{url}/v1/traces")))
+    sent = [traced_generation(provider, answer, request=i) for i, answer in enumerate(answers)]
+    provider.shutdown()
+    return sent
+
+
+def recorded_generations(answers: list[str]) -> list[ReadableSpan]:
+    """The spans of one generation per answer, kept in memory (for hand-made requests)."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    for index, answer in enumerate(answers):
+        traced_generation(provider, answer, request=index)
+    return list(exporter.get_finished_spans())
+
+
+def received_spans(collector: Collector) -> list[ProtoSpan]:
+    spans: list[ProtoSpan] = []
+    for item in list(collector.received):
+        if item.path != "/v1/traces":
+            continue
+        request = ExportTraceServiceRequest.FromString(item.body)
+        for resource in request.resource_spans:
+            for scope in resource.scope_spans:
+                spans.extend(scope.spans)
+    return spans
+
+
+def evaluation_spans(collector: Collector) -> list[ProtoSpan]:
+    return [span for span in received_spans(collector) if span.name.startswith("evaluation ")]
+
+
+def attribute(span: ProtoSpan, key: str) -> Any:
+    for item in span.attributes:
+        if item.key == key:
+            kind = item.value.WhichOneof("value")
+            return getattr(item.value, kind) if kind else None
+    return None
+
+
+def wait_for(predicate: Any, timeout: float = 30.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
