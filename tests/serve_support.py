@@ -62,9 +62,9 @@ class ServeProcess:
 
 
 def start_serve(
-    tmp_path: Path, receiver: str, *args: str, judge_delay: float = 0.0
+    tmp_path: Path, receiver: str, *args: str, judge_delay: float = 0.0, port: int = 0
 ) -> ServeProcess:
-    port = free_port()
+    port = port or free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     env.update(
         OTEL_EXPORTER_OTLP_ENDPOINT=receiver,
