@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
@@ -187,3 +188,15 @@ def wait_for(predicate: Any, timeout: float = 30.0, what: str = "condition") -> 
             return
         time.sleep(0.05)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+def protobuf_request(spans: list[ReadableSpan]) -> bytes:
+    """The body the OTLP/HTTP exporter would send for `spans`."""
+    return bytes(encode_spans(spans).SerializeToString())
+
+
+def rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmRSS")

@@ -4,7 +4,16 @@ evaluations to an OTLP receiver run by the test."""
 
 from __future__ import annotations
 
+import base64
+import gzip
+import json
 from pathlib import Path
+
+import httpx
+from google.protobuf import json_format
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.trace.export import SpanExportResult
 
 from tests.http_collector import http_collector
 from tests.serve_support import (
@@ -12,6 +21,9 @@ from tests.serve_support import (
     WRONG,
     attribute,
     evaluation_spans,
+    protobuf_request,
+    recorded_generations,
+    rss_kib,
     send_generations,
     serving,
     wait_for,
@@ -41,3 +53,54 @@ def test_evaluations_are_exported_under_the_apps_generation_spans(tmp_path: Path
     assert health["generations_found"] == 2
     assert health["scored"] == 2
     assert health["pending_jobs"] == 0
+
+
+def test_a_full_queue_answers_503_with_retry_after_and_memory_stays_flat(tmp_path: Path) -> None:
+    spans = recorded_generations([ANSWER] * 12)
+    bodies = [protobuf_request(spans[i : i + 2]) for i in range(0, len(spans), 2)]
+    headers = {"Content-Type": "application/x-protobuf"}
+    # A judge budget that never allows a request: jobs stay queued, as in a judge outage.
+    options = ("--max-queue", "10", "--requests-per-minute", "0.001")
+    with http_collector() as receiver, serving(tmp_path, receiver.url, *options) as serve:
+        with httpx.Client(base_url=serve.url, headers=headers) as client:
+            statuses = [client.post("/v1/traces", content=body) for body in bodies]
+            assert [r.status_code for r in statuses] == [200] * 10 + [503, 503]
+            assert statuses[-1].headers["Retry-After"] == "5"
+            assert client.get("/readyz").status_code == 503
+            rss_full = rss_kib(serve.process.pid)
+            for _ in range(300):
+                assert client.post("/v1/traces", content=bodies[-1]).status_code == 503
+            rss_after = rss_kib(serve.process.pid)
+        # The SDK's exporter treats the 503 as retryable and gives up only at its timeout.
+        exporter = OTLPSpanExporter(f"{serve.url}/v1/traces", timeout=2)
+        assert exporter.export(spans[-2:]) is SpanExportResult.FAILURE
+        health = serve.health()
+    assert health["pending_jobs"] == 10
+    assert health["judge_requests"] == 0
+    assert health["requests_rejected"] >= 303
+    assert rss_after - rss_full < 2_048  # KiB: rejected requests are not read into memory
+
+
+def test_otlp_json_with_gzip_is_read_like_protobuf(tmp_path: Path) -> None:
+    spans = recorded_generations([ANSWER])
+    request = json_format.MessageToDict(encode_spans(spans))
+    # OTLP/JSON writes ids as hex, where the protobuf JSON mapping writes base64.
+    for resource in request["resourceSpans"]:
+        for scope in resource["scopeSpans"]:
+            for span in scope["spans"]:
+                for key in ("traceId", "spanId", "parentSpanId"):
+                    if key in span:
+                        span[key] = base64.b64decode(span[key]).hex()
+    body = gzip.compress(json.dumps(request).encode())
+    headers = {"Content-Type": "application/json", "Content-Encoding": "gzip"}
+    with http_collector() as receiver, serving(tmp_path, receiver.url) as serve:
+        reply = httpx.post(f"{serve.url}/v1/traces", content=body, headers=headers)
+        assert reply.status_code == 200
+        assert reply.headers["content-type"] == "application/json"
+        bad = httpx.post(f"{serve.url}/v1/traces", content=b"{not json", headers=headers)
+        assert bad.status_code == 400
+        wait_for(lambda: len(evaluation_spans(receiver)) == 1, what="the evaluation")
+    [evaluation] = evaluation_spans(receiver)
+    agent = next(s for s in spans if s.name.startswith("invoke_agent"))
+    assert int.from_bytes(evaluation.parent_span_id, "big") == agent.get_span_context().span_id
+    assert attribute(evaluation, "gen_ai.evaluation.score.value") == 1.0
