@@ -20,6 +20,9 @@ from typing import Any
 import httpx
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+    ExportMetricsServiceRequest,
+)
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -200,3 +203,21 @@ def rss_kib(pid: int) -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1])
     raise AssertionError("no VmRSS")
+
+
+def metric_value(collector: Collector, name: str) -> float | None:
+    """The latest value of a sum or gauge metric the service exported, if any."""
+    value: float | None = None
+    for item in list(collector.received):
+        if item.path != "/v1/metrics":
+            continue
+        request = ExportMetricsServiceRequest.FromString(item.body)
+        for resource in request.resource_metrics:
+            for scope in resource.scope_metrics:
+                for metric in scope.metrics:
+                    if metric.name != name:
+                        continue
+                    points = metric.sum.data_points or metric.gauge.data_points
+                    for point in points:
+                        value = point.as_double if point.HasField("as_double") else point.as_int
+    return value

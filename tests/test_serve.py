@@ -21,6 +21,7 @@ from tests.serve_support import (
     WRONG,
     attribute,
     evaluation_spans,
+    metric_value,
     protobuf_request,
     recorded_generations,
     rss_kib,
@@ -104,3 +105,18 @@ def test_otlp_json_with_gzip_is_read_like_protobuf(tmp_path: Path) -> None:
     agent = next(s for s in spans if s.name.startswith("invoke_agent"))
     assert int.from_bytes(evaluation.parent_span_id, "big") == agent.get_span_context().span_id
     assert attribute(evaluation, "gen_ai.evaluation.score.value") == 1.0
+
+
+def test_work_over_the_judge_budget_waits_then_is_dropped_past_max_age(tmp_path: Path) -> None:
+    options = ("--requests-per-minute", "1", "--max-age", "1")
+    with http_collector() as receiver, serving(tmp_path, receiver.url, *options) as serve:
+        send_generations(serve.url, [ANSWER] * 3)
+        wait_for(lambda: serve.health()["dropped"] == 2, what="two jobs dropped")
+        health = serve.health()
+        wait_for(lambda: metric_value(receiver, "agentscore.serve.dropped") == 2, what="metric")
+    assert health["judge_requests"] == 1  # one request a minute: the first job only
+    assert health["scored"] == 1
+    assert health["pending_jobs"] == 0
+    assert len(evaluation_spans(receiver)) == 1
+    assert metric_value(receiver, "agentscore.serve.spans_received") == 6
+    assert metric_value(receiver, "agentscore.serve.judge_requests") == 1

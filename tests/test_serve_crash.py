@@ -98,3 +98,13 @@ def test_an_open_traces_spans_survive_kill_9(tmp_path: Path) -> None:
     trace_id = root.get_span_context().trace_id
     assert set(found) == {agent, (trace_id, chat_id)}
     assert health["scored"] == 1  # the agent's generation was not found again after restart
+
+
+def test_sigterm_stops_taking_spans_and_drains_the_queue(tmp_path: Path) -> None:
+    with http_collector() as receiver:
+        with serving(tmp_path, receiver.url, "--concurrency", "1", judge_delay=0.2) as serve:
+            send_generations(serve.url, [ANSWER] * 4)
+            stopped = serve.terminate()
+        assert "left_on_disk=0" in stopped
+        assert "scored=4" in stopped
+        assert len(evaluation_spans(receiver)) == 4

@@ -1,0 +1,98 @@
+"""The service's parts on their own: the judge budget, the SQLite queue, OTLP decoding."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+from agentscore.run import ScorerRun
+from agentscore.serve.budget import JudgeBudget
+from agentscore.serve.otlp import OtlpDecodeError, decode_traces
+from agentscore.serve.queue import Commit, SqliteQueue
+from agentscore.spans.records import SpanRecord
+from tests.serve_support import ANSWER, recorded_generations
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_budget_holds_jobs_back_until_requests_and_tokens_refill() -> None:
+    clock = Clock()
+    budget = JudgeBudget(requests_per_minute=2, tokens_per_minute=600, clock=clock)
+    started = 0
+    while budget.available():
+        budget.charge(1, 0)
+        started += 1
+    assert started == 2  # a full minute's worth of requests at most
+    assert budget.wait_time() == pytest.approx(30.0)
+    clock.now = 30.0
+    assert budget.available()
+    budget.charge(1, 1200)  # a reply that used two minutes' worth of tokens
+    clock.now = 60.0
+    assert not budget.available()  # requests refilled, tokens still in debt (-300)
+    assert budget.wait_time() == pytest.approx(30.1)  # until one token is back
+    clock.now = 90.2
+    assert budget.available()
+
+
+def test_an_unlimited_budget_never_waits() -> None:
+    budget = JudgeBudget()
+    budget.charge(10_000, 10_000_000)
+    assert not budget.limited
+    assert budget.available()
+    assert budget.wait_time() == 0.0
+
+
+def test_protobuf_requests_decode_to_span_records() -> None:
+    spans = recorded_generations([ANSWER])
+    body = encode_spans(spans).SerializeToString()
+    records = decode_traces(body, "application/x-protobuf", max_size=1 << 20)
+    assert [r.name for r in records] == [s.name for s in spans]
+    agent = next(r for r in records if r.name.startswith("invoke_agent"))
+    original = next(s for s in spans if s.name == agent.name)
+    assert agent.span_id == original.get_span_context().span_id
+    assert agent.parent_span_id == original.parent.span_id  # type: ignore[union-attr]
+    assert agent.attributes == dict(original.attributes or {})
+    assert not agent.parent_is_remote
+    assert agent.scope == "app"
+
+
+def test_undecodable_bodies_and_gzip_bombs_are_refused() -> None:
+    with pytest.raises(OtlpDecodeError, match="content type"):
+        decode_traces(b"x", "text/plain", max_size=100)
+    with pytest.raises(OtlpDecodeError, match="unreadable"):
+        decode_traces(b"\xff\xff\xff", "application/x-protobuf", max_size=100)
+    import gzip
+
+    bomb = gzip.compress(b"\0" * 1_000_000)
+    with pytest.raises(OtlpDecodeError, match="larger than"):
+        decode_traces(bomb, "application/x-protobuf", "gzip", max_size=10_000)
+
+
+def test_the_queue_keeps_open_traces_and_jobs_across_a_reopen(tmp_path: Path) -> None:
+    span = SpanRecord(1, 2, 3, "chat x", {"gen_ai.operation.name": "chat", "k": (1, 2)}, 7)
+    run = ScorerRun(run_id="r", output="Hi", trace_id=f"{1:032x}", span_id=f"{2:016x}")
+    key = (run.trace_id or "", run.span_id or "", "faithfulness")
+    queue = SqliteQueue(tmp_path / "q.db")
+    assert queue.commit(Commit(spans=[span], emitted=[key[:2]], jobs=[(key, run)])) == 1
+    assert queue.commit(Commit(jobs=[(key, run)])) == 0  # the same key: not queued twice
+    queue.close()
+    reopened = SqliteQueue(tmp_path / "q.db")
+    assert reopened.depth == 2
+    assert reopened.stored_spans() == [span]
+    assert reopened.emitted() == {key[:2]}
+    [job] = reopened.due_jobs(10, set())
+    assert job.key == key
+    assert job.run.output_text == "Hi"
+    reopened.commit(Commit(closed_traces=[1]))
+    reopened.delete_jobs([key])
+    assert reopened.depth == 0
+    assert reopened.stored_spans() == []
+    assert reopened.emitted() == set()
