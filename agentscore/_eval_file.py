@@ -38,6 +38,7 @@ class EvalOptions:
     out: str | None = None
     fail_under: float | None = None
     threshold: float = 0.5
+    traces: bool = False  # `data` holds traces: score the generations found in them
 
 
 def run_eval_file(options: EvalOptions) -> int:
@@ -46,9 +47,15 @@ def run_eval_file(options: EvalOptions) -> int:
     if problem:
         print(f"agentscore eval: {problem}", file=sys.stderr)
         return 2
-    items, malformed = _read_items(Path(options.data))
+    if options.traces:
+        from agentscore._eval_traces import read_trace_items
+
+        items, malformed = read_trace_items(Path(options.data))
+    else:
+        items, malformed = _read_items(Path(options.data))
     for line, reason in malformed:
-        print(f"agentscore eval: {options.data}:{line}: skipped: {reason}", file=sys.stderr)
+        where = f"{options.data}:{line}" if line else options.data
+        print(f"agentscore eval: {where}: skipped: {reason}", file=sys.stderr)
     if options.out:
         _drop_partial_last_line(Path(options.out))
     done = _done_ids(Path(options.out)) if options.out else set()

@@ -25,7 +25,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     evaluate = commands.add_parser("eval", help="score recorded runs from a JSONL file")
     evaluate.add_argument(
-        "data", help="JSONL: one run per line (input, output or messages, context)"
+        "data", nargs="?", help="JSONL: one run per line (input, output or messages, context)"
+    )
+    evaluate.add_argument(
+        "--traces",
+        metavar="FILE",
+        help="score the generations in stored traces instead (OTLP/JSON lines, or "
+        "agentscore's JSONL export)",
     )
     evaluate.add_argument(
         "--scorer", default="faithfulness,hallucination", help="comma-separated scorer names"
@@ -52,9 +58,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_demo(model=args.model, judge=args.judge)
     from agentscore._eval_file import EvalOptions, run_eval_file
 
+    if (args.data is None) == (args.traces is None):
+        parser.error("eval takes a runs file or --traces FILE (one of them)")
     return run_eval_file(
         EvalOptions(
-            data=args.data,
+            data=args.traces or args.data,
+            traces=args.traces is not None,
             scorers=[name.strip() for name in args.scorer.split(",") if name.strip()],
             judge=args.judge,
             concurrency=args.concurrency,

@@ -38,7 +38,7 @@ def add_serve_command(commands: Any) -> None:
 
 
 def serve_command(args: argparse.Namespace) -> int:
-    from agentscore.serve import ServeOptions, run_service
+    from agentscore.serve.service import ServeOptions, run_service
 
     try:
         return run_service(

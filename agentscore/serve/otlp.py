@@ -29,7 +29,7 @@ _IS_REMOTE = 0x200
 _ID_FIELDS = ("traceId", "spanId", "parentSpanId", "trace_id", "span_id", "parent_span_id")
 
 
-class OtlpDecodeError(AgentScoreError):
+class OtlpDecodeError(AgentScoreError, ValueError):
     """The request body is not an OTLP trace export this service can read (answered 400)."""
 
 

@@ -1,0 +1,82 @@
+"""`agentscore eval --traces`: the generations in stored traces, as `agentscore eval` records.
+
+Reads OTLP/JSON lines (one `ExportTraceServiceRequest` a line, as the Collector's file
+exporter writes them) and agentscore's own JSONL export (one span a line, log records
+skipped), finds the generations with the same span reading as the live paths, and hands each
+on as a record with `id` = trace id + span id, so resuming with `--out` skips those done.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from agentscore.spans.assembler import TraceAssembler
+from agentscore.spans.records import SpanRecord
+
+__all__ = ["read_trace_items"]
+
+_MAX_LINE = 64 * 1024 * 1024
+
+
+def read_trace_items(path: Path) -> tuple[list[dict[str, Any]], list[tuple[int, str]]]:
+    """Records to score, and (line, reason) for lines or generations that cannot be read."""
+    # Stored traces are complete: no trace waits on an idle timeout, all close at the end.
+    assembler = TraceAssembler(idle_timeout=float("inf"), max_traces=1_000_000)
+    malformed: list[tuple[int, str]] = []
+    runs = []
+    with path.open(encoding="utf-8", errors="replace") as lines:
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                spans = _spans(line)
+            except (ValueError, KeyError, TypeError) as exc:
+                malformed.append((number, f"not an OTLP/JSON request or span ({exc})"))
+                continue
+            for span in spans:
+                runs += assembler.add(span, 0.0)
+    runs += assembler.drain()
+    items: list[dict[str, Any]] = []
+    for run in runs:
+        if run.read_error is not None:
+            malformed.append((0, f"generation {run.run_id}: {run.read_error}"))
+            continue
+        items.append({"id": run.run_id, "input": run.input, "output": run.output})
+    return items, malformed
+
+
+def _spans(line: str) -> list[SpanRecord]:
+    record = json.loads(line)
+    if not isinstance(record, Mapping):
+        raise ValueError("a line must be a JSON object")
+    if "resourceSpans" in record or "resource_spans" in record:
+        try:
+            from agentscore.serve.otlp import JSON, decode_traces
+        except ImportError as exc:
+            raise ValueError("reading OTLP needs: pip install 'agentscore[serve]'") from exc
+        return decode_traces(line.encode(), JSON, max_size=_MAX_LINE)
+    if "context" in record and "name" in record:
+        return [_exported_span(record)]
+    return []  # a log record, or a request of another signal
+
+
+def _exported_span(record: Mapping[str, Any]) -> SpanRecord:
+    """A span as `ReadableSpan.to_json()` wrote it (agentscore's JSONL exporter)."""
+    context = record["context"]
+    parent = record.get("parent_id")
+    end = record.get("end_time")
+    return SpanRecord(
+        trace_id=int(context["trace_id"], 16),
+        span_id=int(context["span_id"], 16),
+        parent_span_id=int(parent, 16) if parent else None,
+        name=str(record["name"]),
+        attributes={
+            key: tuple(value) if isinstance(value, list) else value
+            for key, value in (record.get("attributes") or {}).items()
+        },
+        end_time=int(datetime.fromisoformat(end).timestamp() * 1e9) if end else 0,
+    )
