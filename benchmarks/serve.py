@@ -1,0 +1,243 @@
+"""`agentscore serve` throughput: spans ingested per second, scores per second with 1 and 2
+worker processes, for a CPU-bound judge (the local one) and an I/O-bound one.
+
+(a) Ingest: traces of 4 spans (HTTP root, invoke_agent with messages, chat, execute_tool),
+    made with the OpenTelemetry SDK and encoded as the OTLP/HTTP exporter does (protobuf,
+    512 spans a request, its default batch), posted by 2 client threads; sampling 0, so the
+    service reads every span, finds every generation and commits the open traces' spans,
+    but scores nothing. Once with SQLite synchronous=FULL, once with NORMAL.
+(b) Scoring: N generations are sent (every one answered 200, so on disk), then the clock
+    runs until every job was scored and its evaluation exported. With 2 workers the traces
+    are split by trace id, as the Collector's loadbalancing exporter routes them. Judges:
+    the local judge, and benchmarks/_judge_server.py (OpenAI-compatible, a real HTTP server
+    on 127.0.0.1) answering after 50 ms. Evaluations go to an OTLP receiver on 127.0.0.1
+    that answers 200 and decodes nothing.
+
+Usage: python benchmarks/serve.py [--generations N] [--ingest-requests N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import httpx
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+HERE = Path(__file__).resolve().parent
+ORDER = {"order": "1042", "status": "shipped", "carrier": "UPS", "eta": "2026-11-24"}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def receiver() -> Iterator[str]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+
+
+@contextmanager
+def judge_server(latency: float) -> Iterator[str]:
+    process = subprocess.Popen(
+        [sys.executable, str(HERE / "_judge_server.py"), "--latency", str(latency)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = process.stdout.readline() if process.stdout else ""
+        yield f"http://127.0.0.1:{line.split()[1]}/v1"
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+@contextmanager
+def service(tmp: Path, receiver_url: str, env: dict[str, str], *args: str) -> Iterator[str]:
+    port = free_port()
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    environment.update(env, OTEL_EXPORTER_OTLP_ENDPOINT=receiver_url, PYTHONPATH=str(HERE))
+    command = [sys.executable, "-m", "agentscore.cli", "serve", "--port", str(port)]
+    command += ["--scorers", "_serve_scorers:evals", "--queue", str(tmp / f"q{port}.db"), *args]
+    process = subprocess.Popen(command, env=environment, cwd=tmp, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(600):
+            try:
+                httpx.get(f"{url}/healthz")
+                break
+            except httpx.TransportError:
+                time.sleep(0.05)
+        yield url
+    finally:
+        process.kill()
+        process.wait(10)
+
+
+def generations(count: int, *, start: int = 0) -> list[ReadableSpan]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("app")
+    for index in range(start, start + count):
+        user = {"role": "user", "parts": [{"type": "text", "content": f"Where is {index}?"}]}
+        answer = f"Order 1042 shipped with UPS and arrives on 2026-11-24. (ticket {index})"
+        with (
+            tracer.start_as_current_span("POST /chat"),
+            tracer.start_as_current_span(
+                "invoke_agent support",
+                attributes={"gen_ai.operation.name": "invoke_agent"},
+            ) as agent,
+        ):
+            with tracer.start_as_current_span(
+                "execute_tool lookup_order",
+                attributes={
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": "lookup_order",
+                    "gen_ai.tool.call.id": f"c{index}",
+                    "gen_ai.tool.call.result": json.dumps(ORDER),
+                },
+            ):
+                pass
+            with tracer.start_as_current_span(
+                "chat gpt-x", attributes={"gen_ai.operation.name": "chat"}
+            ):
+                pass
+            agent.set_attribute("gen_ai.input.messages", json.dumps([user]))
+            reply = [{"role": "assistant", "parts": [{"type": "text", "content": answer}]}]
+            agent.set_attribute("gen_ai.output.messages", json.dumps(reply))
+    return list(exporter.get_finished_spans())
+
+
+def bodies(spans: list[ReadableSpan], per_request: int) -> list[bytes]:
+    return [
+        bytes(encode_spans(spans[i : i + per_request]).SerializeToString())
+        for i in range(0, len(spans), per_request)
+    ]
+
+
+def post_all(url: str, payloads: list[bytes], threads: int = 2) -> None:
+    def send(part: list[bytes]) -> None:
+        with httpx.Client(headers={"Content-Type": "application/x-protobuf"}) as client:
+            for body in part:
+                while client.post(f"{url}/v1/traces", content=body).status_code != 200:
+                    time.sleep(0.05)
+
+    workers = [threading.Thread(target=send, args=(payloads[i::threads],)) for i in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+
+
+def ingest(tmp: Path, receiver_url: str, requests: int, synchronous: str) -> float:
+    spans = generations(requests * 128)  # 4 spans each: 512 a request
+    payloads = bodies(spans, 512)
+    env = {"BENCH_SAMPLING": "0"}
+    with service(tmp, receiver_url, env, "--synchronous", synchronous) as url:
+        post_all(url, payloads[:2])  # warm-up
+        started = time.perf_counter()
+        post_all(url, payloads[2:])
+        elapsed = time.perf_counter() - started
+        found = httpx.get(f"{url}/healthz").json()["generations_found"]
+    assert found == len(spans) // 4, found
+    return (len(spans) - 2 * 512) / elapsed
+
+
+def scoring(tmp: Path, receiver_url: str, count: int, workers: int, judge_url: str) -> float:
+    spans = generations(count)
+    env = {"BENCH_JUDGE_URL": judge_url} if judge_url else {}
+    with contextlib_stack(
+        [service(tmp, receiver_url, env, "--max-queue", "1000000") for _ in range(workers)]
+    ) as urls:
+        shares: list[list[ReadableSpan]] = [[] for _ in urls]
+        for span in spans:  # by trace id, as the loadbalancing exporter routes
+            shares[span.get_span_context().trace_id % len(urls)].append(span)
+        started = time.perf_counter()
+        threads = [
+            threading.Thread(target=post_all, args=(url, bodies(share, 512), 1))
+            for url, share in zip(urls, shares, strict=True)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        while True:
+            healths = [httpx.get(f"{url}/healthz").json() for url in urls]
+            if sum(h["scored"] + h["failed"] for h in healths) >= count:
+                break
+            time.sleep(0.02)
+        elapsed = time.perf_counter() - started
+    assert sum(h["failed"] for h in healths) == 0, healths
+    return count / elapsed
+
+
+@contextmanager
+def contextlib_stack(managers: list[object]) -> Iterator[list[str]]:
+    from contextlib import ExitStack
+
+    with ExitStack() as stack:
+        yield [stack.enter_context(m) for m in managers]  # type: ignore[call-overload]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--generations", type=int, default=1000)
+    parser.add_argument("--ingest-requests", type=int, default=60)
+    args = parser.parse_args()
+    print(
+        f"machine: {os.cpu_count()} CPUs, {platform.platform()}, Python {platform.python_version()}"
+    )
+    print(f"load average before: {os.getloadavg()}")
+    with tempfile.TemporaryDirectory() as directory, receiver() as receiver_url:
+        tmp = Path(directory)
+        for synchronous in ("FULL", "NORMAL"):
+            rate = ingest(tmp, receiver_url, args.ingest_requests, synchronous)
+            print(f"ingest, scoring off, synchronous={synchronous}: {rate:,.0f} spans/s")
+        with judge_server(0.05) as scripted:
+            for name, judge_url in (("local judge", ""), ("scripted judge, 50 ms", scripted)):
+                rates = [
+                    scoring(tmp, receiver_url, args.generations, workers, judge_url)
+                    for workers in (1, 2)
+                ]
+                print(
+                    f"scores/s, {name}: 1 worker {rates[0]:,.1f}, 2 workers {rates[1]:,.1f}"
+                    f" (x{rates[1] / rates[0]:.2f})"
+                )
+    print(f"load average after: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()
