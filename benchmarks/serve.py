@@ -29,7 +29,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -179,9 +179,11 @@ def ingest(tmp: Path, receiver_url: str, requests: int, synchronous: str) -> flo
 def scoring(tmp: Path, receiver_url: str, count: int, workers: int, judge_url: str) -> float:
     spans = generations(count)
     env = {"BENCH_JUDGE_URL": judge_url} if judge_url else {}
-    with contextlib_stack(
-        [service(tmp, receiver_url, env, "--max-queue", "1000000") for _ in range(workers)]
-    ) as urls:
+    with ExitStack() as stack:
+        urls = [
+            stack.enter_context(service(tmp, receiver_url, env, "--max-queue", "1000000"))
+            for _ in range(workers)
+        ]
         shares: list[list[ReadableSpan]] = [[] for _ in urls]
         for span in spans:  # by trace id, as the loadbalancing exporter routes
             shares[span.get_span_context().trace_id % len(urls)].append(span)
@@ -202,14 +204,6 @@ def scoring(tmp: Path, receiver_url: str, count: int, workers: int, judge_url: s
         elapsed = time.perf_counter() - started
     assert sum(h["failed"] for h in healths) == 0, healths
     return count / elapsed
-
-
-@contextmanager
-def contextlib_stack(managers: list[object]) -> Iterator[list[str]]:
-    from contextlib import ExitStack
-
-    with ExitStack() as stack:
-        yield [stack.enter_context(m) for m in managers]  # type: ignore[call-overload]
 
 
 def main() -> None:
