@@ -39,14 +39,14 @@ def decode_traces(
     """Every span of an `ExportTraceServiceRequest` body, in the order it was sent."""
     raw = _decompress(body, content_encoding.strip().lower(), max_size)
     media = content_type.split(";")[0].strip().lower()
+    if media not in (PROTOBUF, JSON):
+        raise OtlpDecodeError(f"unsupported content type {media!r}")
     request = ExportTraceServiceRequest()
     try:
         if media == PROTOBUF:
             request.ParseFromString(raw)
-        elif media == JSON:
-            json_format.ParseDict(_hex_ids_to_base64(json.loads(raw)), request, True)
         else:
-            raise OtlpDecodeError(f"unsupported content type {media!r}")
+            json_format.ParseDict(_hex_ids_to_base64(json.loads(raw)), request, True)
     except (DecodeError, json_format.ParseError, ValueError, TypeError) as exc:
         raise OtlpDecodeError(f"unreadable OTLP {media} body: {type(exc).__name__}") from exc
     return list(_records(request))

@@ -1,9 +1,10 @@
 """The scoring worker: queued jobs -> scorers -> evaluations exported -> job rows deleted.
 
 It runs on its own thread and event loop, so a CPU-bound judge (the local one) does not stall
-the HTTP side more than the GIL makes it. Jobs are taken oldest first, `concurrency` at a time,
-while the judge budget allows; the batch's spans and log records are exported together, and
-only when the backend took them are the batch's rows deleted (else they are retried later).
+the HTTP side more than the GIL makes it. Jobs are taken oldest first, up to `concurrency` in
+flight, while the judge budget allows. What finished jobs emitted is exported together (when
+`concurrency` have finished, when nothing else is in flight, or every 0.2 s), and only once
+the backend took it are their rows deleted; a failed export leaves them to be retried.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import time
 from collections.abc import Sequence
 
 import anyio
+import anyio.abc
 import structlog
 
 from agentscore.evals import Evals
@@ -20,7 +22,7 @@ from agentscore.result import ScoreResult, ScoreStatus
 from agentscore.serve.budget import JudgeBudget
 from agentscore.serve.export import Exporters, keyed_ids
 from agentscore.serve.ingest import Ingestor
-from agentscore.serve.queue import Job, SqliteQueue
+from agentscore.serve.queue import Job, JobKey, SqliteQueue
 from agentscore.serve.stats import ServiceStats
 from agentscore.telemetry.core import Telemetry, scoring_scope
 from agentscore.telemetry.evaluations import evaluate, record_dropped
@@ -28,8 +30,9 @@ from agentscore.telemetry.evaluations import evaluate, record_dropped
 __all__ = ["ScoringWorker"]
 
 _log = structlog.get_logger("agentscore.serve")
-_IDLE_POLL = 0.02
+_IDLE_POLL = 0.05
 _EXPIRE_EVERY = 1.0
+_EXPORT_EVERY = 0.2
 
 
 class ScoringWorker:
@@ -65,6 +68,11 @@ class ScoringWorker:
         self._retry_delay = retry_delay
         self._deadline: float | None = None
         self._thread: threading.Thread | None = None
+        # Touched only on the worker's own event loop.
+        self._in_flight: set[JobKey] = set()
+        self._done: list[tuple[Job, ScoreResult]] = []
+        self._broken: list[JobKey] = []
+        self._wake: anyio.Event | None = None
 
     def start(self) -> None:
         self._thread = threading.Thread(
@@ -80,65 +88,91 @@ class ScoringWorker:
             self._thread.join(drain_timeout + (self._run_timeout or 60.0))
 
     async def _loop(self) -> None:
-        last_expire = 0.0
-        while True:
-            now = time.monotonic()
-            stopping = self._deadline is not None
-            if stopping and (now >= (self._deadline or 0.0) or self._queue.pending_jobs == 0):
-                return
-            if now - last_expire >= _EXPIRE_EVERY and not stopping:
-                last_expire = now
-                await anyio.to_thread.run_sync(self._ingestor.expire)
-            try:
-                done = await self.step()
-            except Exception as exc:  # the worker must outlive any one bad batch
-                _log.error("serve_batch_failed", error_type=type(exc).__name__)
-                done = 0
-            if not done:
-                await anyio.sleep(min(_IDLE_POLL + self._budget.wait_time(), 1.0))
+        last_expire = last_export = 0.0
+        async with anyio.create_task_group() as scoring:
+            while True:
+                now = time.monotonic()
+                stopping = self._deadline is not None
+                if stopping and (now >= (self._deadline or 0.0) or self._idle()):
+                    break
+                if now - last_expire >= _EXPIRE_EVERY and not stopping:
+                    last_expire = now
+                    await anyio.to_thread.run_sync(self._ingestor.expire)
+                try:
+                    started = await self._start_due(scoring)
+                    if self._done and (
+                        len(self._done) >= self._concurrency
+                        or not self._in_flight
+                        or now - last_export >= _EXPORT_EVERY
+                    ):
+                        last_export = now
+                        await self._export()
+                except Exception as exc:  # the worker must outlive any one bad batch
+                    _log.error("serve_worker_failed", error_type=type(exc).__name__)
+                    started = 0
+                if not started:
+                    self._wake = anyio.Event()
+                    with anyio.move_on_after(min(_IDLE_POLL + self._budget.wait_time(), 1.0)):
+                        await self._wake.wait()
+        # Jobs in flight at the deadline were allowed to finish (their scorer's own timeout
+        # bounds them): export them rather than score them again after a restart.
+        await self._export()
 
-    async def step(self) -> int:
-        """Score and export one batch; returns how many jobs it finished."""
-        jobs = await anyio.to_thread.run_sync(self._queue.due_jobs, self._concurrency, set())
-        jobs = self._drop_stale(jobs)
-        started: list[Job] = []
-        for job in jobs:
+    def _idle(self) -> bool:
+        return not self._in_flight and not self._done and self._queue.pending_jobs == 0
+
+    async def _start_due(self, scoring: anyio.abc.TaskGroup) -> int:
+        """Start due jobs while there is room and budget; returns how many started."""
+        # Finished jobs awaiting export count against the room: a slow backend slows intake.
+        room = self._concurrency - len(self._in_flight) - len(self._done)
+        if room <= 0:
+            return 0
+        busy = self._in_flight | {job.key for job, _ in self._done}
+        jobs = await anyio.to_thread.run_sync(self._queue.due_jobs, room, busy)
+        started = 0
+        # Stale jobs go even while over budget: that is when they pile up.
+        for job in self._drop_stale(jobs):
             if not self._budget.available():
                 break
             self._budget.charge(1, 0)  # held now, settled with the real usage afterwards
-            started.append(job)
-        if not started:
-            return 0
-        results: list[ScoreResult | None] = [None] * len(started)
-        async with anyio.create_task_group() as group:
-            for index, job in enumerate(started):
-                group.start_soon(self._score, job, results, index)
-        finished = [job.key for job, result in zip(started, results, strict=True) if result]
-        broken = [job.key for job, result in zip(started, results, strict=True) if not result]
-        if await anyio.to_thread.run_sync(self._exporters.export):
-            await anyio.to_thread.run_sync(self._queue.delete_jobs, finished)
-            self._account(results)
-        else:
-            self._stats.add("export_failures")
-            broken += finished
-            finished = []
+            self._in_flight.add(job.key)
+            scoring.start_soon(self._score, job)
+            started += 1
+        return started
+
+    async def _export(self) -> None:
+        """Export what finished jobs emitted; delete their rows only if the backend took it."""
+        done, self._done = self._done, []
+        broken, self._broken = self._broken, []
+        if done:
+            keys = [job.key for job, _ in done]
+            if await anyio.to_thread.run_sync(self._exporters.export):
+                await anyio.to_thread.run_sync(self._queue.delete_jobs, keys)
+                self._account([result for _, result in done])
+            else:
+                self._stats.add("export_failures")
+                broken += keys
         if broken:
             await anyio.to_thread.run_sync(self._queue.retry_later, broken, self._retry_delay)
-        return len(finished)
 
-    async def _score(self, job: Job, results: list[ScoreResult | None], index: int) -> None:
+    async def _score(self, job: Job) -> None:
         scorer = self._scorers[job.scorer_id]
         try:
             with keyed_ids(job.key), scoring_scope():
                 result = await evaluate(self._telemetry, scorer, job.run, timeout=self._run_timeout)
         except Exception as exc:  # scorers return failures as values; this is our own fault
             _log.error("serve_job_failed", scorer=job.scorer_id, error_type=type(exc).__name__)
+            self._broken.append(job.key)
             return
+        finally:
+            self._in_flight.discard(job.key)
+            if self._wake is not None:
+                self._wake.set()
         usage = result.judge_usage
         self._budget.charge(usage.calls - 1, usage.input_tokens + usage.output_tokens)
         self._stats.add("judge_requests", usage.calls)
         self._stats.add("judge_tokens", usage.input_tokens + usage.output_tokens)
-        results[index] = result
+        self._done.append((job, result))
 
     def _drop_stale(self, jobs: Sequence[Job]) -> list[Job]:
         """Jobs too old to be worth judging, or for a scorer this service no longer has."""
@@ -157,10 +191,8 @@ class ScoringWorker:
             _log.warning("serve_jobs_dropped", count=len(stale), reason="max_age_or_scorer")
         return [job for job in jobs if job not in stale]
 
-    def _account(self, results: Sequence[ScoreResult | None]) -> None:
+    def _account(self, results: Sequence[ScoreResult]) -> None:
         for result in results:
-            if result is None:
-                continue
             failed = result.status is ScoreStatus.FAILED
             self._stats.add("failed" if failed else "scored")
             if self._evals.on_score is not None:
