@@ -9,6 +9,7 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
 from agentscore.run import ScorerRun
 from agentscore.serve.budget import JudgeBudget
+from agentscore.serve.export import build_exporters
 from agentscore.serve.otlp import OtlpDecodeError, decode_traces
 from agentscore.serve.queue import Commit, SqliteQueue
 from agentscore.spans.records import SpanRecord
@@ -96,3 +97,14 @@ def test_the_queue_keeps_open_traces_and_jobs_across_a_reopen(tmp_path: Path) ->
     assert reopened.depth == 0
     assert reopened.stored_spans() == []
     assert reopened.emitted() == set()
+
+
+def test_the_logged_destination_carries_no_credentials(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "https://scorer:s3cret@backend.test:4318")
+    exporters = build_exporters(tmp_path / "unused.jsonl")
+    try:
+        assert exporters.destination == "OTLP/HTTP https://backend.test:4318"
+    finally:
+        exporters.shutdown()

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 from opentelemetry.sdk._logs import (
     LoggerProvider,
@@ -161,7 +162,7 @@ def build_exporters(jsonl_path: str | Path, service_name: str = "agentscore-serv
         if _endpoint("METRICS"):
             reader = PeriodicExportingMetricReader(_otlp.metrics())
             meter_provider = MeterProvider(resource=resource, metric_readers=[reader])
-        destination = "OTLP/HTTP " + _endpoint("TRACES")
+        destination = "OTLP/HTTP " + _without_credentials(_endpoint("TRACES"))
     else:
         jsonl = JsonlExporter(jsonl_path)
         spans, logs = _SpanOutbox(jsonl), _LogOutbox(jsonl)
@@ -170,6 +171,14 @@ def build_exporters(jsonl_path: str | Path, service_name: str = "agentscore-serv
     if logs is not None:
         logger_provider.add_log_record_processor(logs)
     return Exporters(tracer_provider, logger_provider, meter_provider, destination, spans, logs)
+
+
+def _without_credentials(url: str) -> str:
+    # The destination is logged: a user:password@ in the endpoint must not be.
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 def _endpoint(signal: str) -> str:
