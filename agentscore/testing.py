@@ -18,7 +18,7 @@ from typing import Any
 
 import anyio
 import openai
-from openai import AsyncOpenAI
+from openai import AsyncOpenAI, OpenAI
 
 __all__ = [
     "ScriptedEndpoint",
@@ -143,6 +143,21 @@ class ScriptedEndpoint:
             max_retries=max_retries,
             timeout=timeout,
             http_client=httpx.AsyncClient(transport=transport),
+        )
+
+    def sync_client(self, *, max_retries: int = 2, timeout: float = 30.0) -> OpenAI:
+        """A blocking `OpenAI` client served by this script (for sync tool loops)."""
+        httpx = _http_module()
+
+        def handle(request: Any) -> Any:
+            return anyio.run(self._handle, request)
+
+        return OpenAI(
+            api_key="sk-test-not-a-real-key",
+            base_url="http://scripted.test/v1",
+            max_retries=max_retries,
+            timeout=timeout,
+            http_client=httpx.Client(transport=httpx.MockTransport(handle)),
         )
 
     async def _handle(self, request: Any) -> Any:
