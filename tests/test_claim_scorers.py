@@ -195,7 +195,7 @@ async def test_judge_finding_no_claims_gives_no_claims_status() -> None:
     )
     assert result.status is ScoreStatus.NO_CLAIMS
     assert result.score == 0
-    assert result.reason == "The score is 0 because the output makes no claims to check."
+    assert result.reason == "Not scored: the output makes no claims to check."
 
 
 async def test_stepwise_zero_claims_makes_no_verdict_call() -> None:

@@ -10,7 +10,13 @@ from opentelemetry import _logs, metrics, trace
 from opentelemetry.metrics import Counter, Histogram, Meter, MeterProvider
 from opentelemetry.trace import Tracer, TracerProvider
 
-__all__ = ["CAPTURE_CONTENT_ENV", "Telemetry", "current_telemetry", "use_telemetry"]
+__all__ = [
+    "CAPTURE_CONTENT_ENV",
+    "Telemetry",
+    "current_telemetry",
+    "reset_telemetry",
+    "use_telemetry",
+]
 
 CAPTURE_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 _SCOPE = "agentscore"
@@ -80,3 +86,7 @@ def current_telemetry() -> Telemetry:
 
 def use_telemetry(telemetry: Telemetry) -> contextvars.Token[Telemetry | None]:
     return _current.set(telemetry)
+
+
+def reset_telemetry(token: contextvars.Token[Telemetry | None]) -> None:
+    _current.reset(token)
