@@ -22,6 +22,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     demo.add_argument("--model", help="agent model on an OpenAI-compatible endpoint")
     demo.add_argument("--judge", help="'local' (default offline) or a judge model name")
+    demo.add_argument(
+        "--reasons",
+        action="store_true",
+        help="also show each claim with its verdict and the judge's reason",
+    )
 
     evaluate = commands.add_parser("eval", help="score recorded runs from a JSONL file")
     evaluate.add_argument(
@@ -61,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "demo":
         from agentscore.demo import run_demo
 
-        return run_demo(model=args.model, judge=args.judge)
+        return run_demo(model=args.model, judge=args.judge, reasons=args.reasons)
     from agentscore._eval_file import EvalOptions, run_eval_file
 
     return run_eval_file(

@@ -90,6 +90,45 @@ def test_demo_runs_offline_and_prints_the_score_table(tmp_path: Path) -> None:
     assert len(events) == 12
 
 
+def test_demo_reasons_show_every_claim_with_its_verdict_and_whole_words(tmp_path: Path) -> None:
+    completed = subprocess.run(
+        [sys.executable, "-m", "agentscore.cli", "demo", "--reasons"],
+        cwd=tmp_path,
+        env=offline_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert completed.returncode == 0, completed.stderr
+    reasons = completed.stdout.split("Why each answer scored as it did:")[1].split(" answers in ")[
+        0
+    ]
+    block = reasons.split("Q: Is shipping free?")[1].split("\nQ: ")[0]
+    lines = block.splitlines()
+    assert lines[1] == "  faithfulness 0.67 fail"
+    claims = [
+        line.split(maxsplit=1)
+        for line in lines
+        if line.startswith("    ") and not line.startswith("     ")
+    ]
+    assert claims[:3] == [
+        ["supported", "Standard shipping is free on orders over $50."],
+        ["supported", "Express shipping costs $15."],
+        ["unverifiable", "Members get free express shipping on every order."],
+    ]
+    # Wrapped, never cut: the reason reads back whole when its lines are joined.
+    why = " ".join(
+        line.strip()
+        for line in lines[
+            lines.index(next(line for line in lines if "Members get free" in line)) + 1 :
+        ][:2]
+    )
+    assert why.startswith("why: Not supported by the context: 'every' claims more than")
+    assert "…" not in reasons
+    assert max(len(line) for line in reasons.splitlines()) <= 100
+    assert "Q: Hi there!\n  faithfulness not scored: no claims to check" in reasons
+
+
 def test_eval_scores_a_file_and_resumes_without_rescoring(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
