@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from agentscore._table import render_table
+from agentscore.adapters import coerce_messages
 from agentscore.batch import EvalItemResult, run_evals_sync, split_messages
 from agentscore.context import run_context
 from agentscore.judges.resolve import resolve_judge
-from agentscore.messages import coerce_messages
 from agentscore.scorers import (
     create_faithfulness_scorer,
     create_hallucination_scorer,

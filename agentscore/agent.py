@@ -16,12 +16,12 @@ from opentelemetry.trace import Span, Status, StatusCode
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentscore._clients import LoopLocalClient, create_chat_completion
+from agentscore.adapters import coerce_messages
 from agentscore.errors import ConfigurationError
 from agentscore.evals import Evals, EvalsLike, SampledScorer, sampled_entries
 from agentscore.live._loop import BackgroundLoop
-from agentscore.live.runner import Runner, ScoreJob, default_runner
-from agentscore.live.sampling import sample_point, sampled
-from agentscore.messages import Message, ToolCall, coerce_messages
+from agentscore.live.runner import Runner, default_runner
+from agentscore.messages import Message, ToolCall
 from agentscore.result import ScoreResult
 from agentscore.run import ScorerRun
 from agentscore.scorers.base import Scorer
@@ -318,12 +318,6 @@ class Agent:
         request_context: Mapping[str, Any] | None,
         ground_truth: Any,
     ) -> None:
-        if not entries:
-            return
-        point = sample_point(result.trace_id, result.run_id)
-        chosen = [entry.scorer for entry in entries if sampled(entry.sampling, point)]
-        if not chosen:
-            return
         # Built without re-validation: every field is already the right type.
         run = ScorerRun.model_construct(
             run_id=result.run_id,
@@ -336,24 +330,16 @@ class Agent:
             trace_id=result.trace_id,
             span_id=result.span_id,
             response_id=result.response_id,
+            read_error=None,
         )
-        if self.evals.filter is not None and not _accepts(self.evals.filter, run):
-            return
-        for scorer in chosen:
-            self.runner.submit(ScoreJob(scorer, run, self.telemetry, self._record_score))
+        self.evals.submit_run(
+            run, entries=entries, telemetry=self.telemetry, on_result=self._record_score
+        )
 
     def _record_score(self, result: ScoreResult) -> object:
         self._scores.append(result)
         # An async on_score returns an awaitable, which the runner awaits.
         return None if self.evals.on_score is None else self.evals.on_score(result)
-
-
-def _accepts(filter_: Any, run: ScorerRun) -> bool:
-    try:
-        return bool(filter_(run))
-    except Exception as exc:  # a broken filter skips scoring; it must not break the agent
-        _log.error("evals_filter_failed", error_type=type(exc).__name__)
-        return False
 
 
 def _assistant_message(message: Any) -> Message:

@@ -10,10 +10,11 @@ from typing import Any
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentscore.adapters import coerce_messages
 from agentscore.agent import Agent
 from agentscore.errors import ConfigurationError
 from agentscore.live._loop import background_loop
-from agentscore.messages import Message, coerce_messages
+from agentscore.messages import Message
 from agentscore.result import ScoreResult, ScoreStatus
 from agentscore.run import ScorerRun
 from agentscore.scorers.base import Scorer

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextvars
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from opentelemetry import _logs, metrics, trace
@@ -15,6 +17,8 @@ __all__ = [
     "Telemetry",
     "current_telemetry",
     "reset_telemetry",
+    "scoring_in_progress",
+    "scoring_scope",
     "use_telemetry",
 ]
 
@@ -90,3 +94,21 @@ def use_telemetry(telemetry: Telemetry) -> contextvars.Token[Telemetry | None]:
 
 def reset_telemetry(token: contextvars.Token[Telemetry | None]) -> None:
     _current.reset(token)
+
+
+# Set while a scorer runs, in its context (and the threads it hands work to), so that the span
+# processor never reads the judge's own spans as generations to score: no scoring of scoring.
+_scoring: contextvars.ContextVar[bool] = contextvars.ContextVar("agentscore_scoring", default=False)
+
+
+def scoring_in_progress() -> bool:
+    return _scoring.get()
+
+
+@contextmanager
+def scoring_scope() -> Iterator[None]:
+    token = _scoring.set(True)
+    try:
+        yield
+    finally:
+        _scoring.reset(token)

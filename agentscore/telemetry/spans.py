@@ -22,16 +22,18 @@ def agent_span(
     telemetry: Telemetry,
     *,
     agent_name: str,
-    model: str,
-    provider: str,
-    conversation_id: str | None,
+    model: str | None = None,
+    provider: str | None = None,
+    conversation_id: str | None = None,
 ) -> Iterator[Span]:
     attributes: dict[str, Any] = {
         semconv.OPERATION_NAME: "invoke_agent",
-        semconv.PROVIDER_NAME: provider,
         semconv.AGENT_NAME: agent_name,
-        semconv.REQUEST_MODEL: model,
     }
+    if provider:
+        attributes[semconv.PROVIDER_NAME] = provider
+    if model:
+        attributes[semconv.REQUEST_MODEL] = model
     if conversation_id:
         attributes[semconv.CONVERSATION_ID] = conversation_id
     with _span(telemetry, f"invoke_agent {agent_name}", SpanKind.INTERNAL, attributes) as span:
