@@ -144,6 +144,7 @@ def test_eval_scores_a_file_and_resumes_without_rescoring(
     assert rows["tools"]["scores"]["faithfulness"]["score"] == 1.0
     table = capsys.readouterr().out
     assert "faithfulness" in table and "66.7%" in table
+    assert all(line == line.rstrip() for line in table.splitlines())
 
     # An interruption left a half-written line and one record unscored: rerun picks up.
     lines = out.read_text().splitlines()
