@@ -26,6 +26,7 @@ __all__ = [
     "chat_completion",
     "http_error",
     "network_failure",
+    "server_sent_events",
 ]
 
 
@@ -175,7 +176,7 @@ class ScriptedEndpoint:
         if body.get("stream") and reply.status == 200 and "choices" in (reply.body or {}):
             return httpx.Response(
                 200,
-                content=_server_sent_events(dict(reply.body or {})),
+                content=server_sent_events(dict(reply.body or {})),
                 headers={"content-type": "text/event-stream", **reply.headers},
             )
         return httpx.Response(
@@ -183,7 +184,7 @@ class ScriptedEndpoint:
         )
 
 
-def _server_sent_events(completion: dict[str, Any]) -> bytes:
+def server_sent_events(completion: dict[str, Any]) -> bytes:
     """A scripted completion as the chunks a streaming server sends: the text in three
     pieces, each tool call named first and its arguments in two halves, usage last."""
     base = {key: completion[key] for key in ("id", "model", "created")}

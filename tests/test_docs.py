@@ -27,6 +27,8 @@ from typing import Any
 
 import pytest
 
+from agentscore.testing import server_sent_events
+
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 SKIP = "<!-- docs-test: skip -->"
@@ -101,7 +103,17 @@ class DocsModelServer(BaseHTTPRequestHandler):
         if not self.path.endswith("/chat/completions"):
             self._send({})
             return
+        if body.get("stream"):
+            self._send_events(server_sent_events(_completion(body)))
+            return
         self._send(_completion(body))
+
+    def _send_events(self, data: bytes) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
 
     def _send(self, payload: dict[str, Any]) -> None:
         data = json.dumps(payload).encode()
