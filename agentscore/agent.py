@@ -16,6 +16,7 @@ from opentelemetry.trace import Span, Status, StatusCode
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentscore._clients import LoopLocalClient, create_chat_completion
+from agentscore._redact import register_secret
 from agentscore.errors import ConfigurationError
 from agentscore.evals import Evals, EvalsLike, SampledScorer, sampled_entries
 from agentscore.live._loop import BackgroundLoop
@@ -112,6 +113,8 @@ class Agent:
         self.evals = Evals.coerce(evals)
         self.telemetry = telemetry or Telemetry()
         self.runner: Runner = self.evals.runner or default_runner()
+        register_secret(api_key)
+        register_secret(client.api_key if client is not None else None)
         self._client = LoopLocalClient(
             lambda: AsyncOpenAI(api_key=api_key, base_url=base_url), shared=client
         )
