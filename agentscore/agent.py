@@ -19,6 +19,7 @@ from agentscore._clients import LoopLocalClient, create_chat_completion
 from agentscore._redact import register_secret
 from agentscore.errors import ConfigurationError
 from agentscore.evals import Evals, EvalsLike, SampledScorer, sampled_entries
+from agentscore.live._callbacks import call_user, on_loop
 from agentscore.live._loop import BackgroundLoop
 from agentscore.live.runner import Runner, ScoreJob, default_runner
 from agentscore.live.sampling import sample_point, sampled
@@ -201,7 +202,7 @@ class Agent:
             span_id=span_id,
         )
         try:
-            self._submit_scoring(
+            await self._submit_scoring(
                 result, input_messages, entries, conversation_id, request_context, ground_truth
             )
         except Exception as exc:  # scoring must never cost the caller its answer
@@ -312,7 +313,7 @@ class Agent:
             span.set_attribute(semconv.INPUT_MESSAGES, messages_attribute(conversation))
             span.set_attribute(semconv.OUTPUT_MESSAGES, messages_attribute(output))
 
-    def _submit_scoring(
+    async def _submit_scoring(
         self,
         result: AgentResult,
         input_messages: list[Message],
@@ -340,20 +341,23 @@ class Agent:
             span_id=result.span_id,
             response_id=result.response_id,
         )
-        if self.evals.filter is not None and not _accepts(self.evals.filter, run):
+        if self.evals.filter is not None and not await _accepts(self.evals.filter, run):
             return
         for scorer in chosen:
             self.runner.submit(ScoreJob(scorer, run, self.telemetry, self._record_score))
 
+    @on_loop
     def _record_score(self, result: ScoreResult) -> object:
         self._scores.append(result)
-        # An async on_score returns an awaitable, which the runner awaits.
-        return None if self.evals.on_score is None else self.evals.on_score(result)
+        # The runner awaits what this returns: on_score, in a worker thread when it is sync.
+        return None if self.evals.on_score is None else call_user(self.evals.on_score, result)
 
 
-def _accepts(filter_: Any, run: ScorerRun) -> bool:
+async def _accepts(filter_: Any, run: ScorerRun) -> bool:
     try:
-        return bool(filter_(run))
+        # In a worker thread: generate_sync callers share one loop, which a slow filter
+        # would hold for all of them.
+        return bool(await call_user(filter_, run))
     except Exception as exc:  # a broken filter skips scoring; it must not break the agent
         _log.error("evals_filter_failed", error_type=type(exc).__name__)
         return False

@@ -8,6 +8,7 @@ daemon thread, gives every caller the same path and never touches the caller's l
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -30,6 +31,7 @@ class BackgroundLoop:
         self._thread: threading.Thread | None = None
         self._stop: anyio.Event | None = None
         self._asyncio_loop: asyncio.AbstractEventLoop | None = None
+        self._tasks: set[asyncio.Task[object]] = set()
 
     @property
     def thread(self) -> threading.Thread | None:
@@ -68,6 +70,20 @@ class BackgroundLoop:
         assert self._asyncio_loop is not None
         self._asyncio_loop.call_soon_threadsafe(func)
 
+    def spawn(self, func: Callable[[], Awaitable[object]]) -> None:
+        """Start `func()` as a task on the loop from any thread, without waiting for it."""
+        self.portal()
+        loop = self._asyncio_loop
+        assert loop is not None
+
+        def start() -> None:
+            task = loop.create_task(_as_coroutine(func))
+            self._tasks.add(task)  # the loop keeps only weak references to tasks
+            task.add_done_callback(self._tasks.discard)
+
+        # A fresh context: the caller's (sniffio's "trio", say) must not reach our tasks.
+        loop.call_soon_threadsafe(start, context=contextvars.Context())
+
     def _start(self) -> None:
         ready = threading.Event()
         failure: list[BaseException] = []
@@ -94,6 +110,10 @@ class BackgroundLoop:
         ready.wait()
         if failure:
             raise RuntimeError("agentscore background loop failed to start") from failure[0]
+
+
+async def _as_coroutine(func: Callable[[], Awaitable[object]]) -> object:
+    return await func()
 
 
 background_loop = BackgroundLoop()

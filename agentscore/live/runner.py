@@ -9,7 +9,6 @@ per-run timeout. At every moment: submitted = scored + failed + dropped + pendin
 from __future__ import annotations
 
 import atexit
-import inspect
 import math
 import os
 import threading
@@ -17,6 +16,7 @@ import time
 import weakref
 from collections import deque
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 import anyio
@@ -24,6 +24,7 @@ import anyio.to_thread
 import structlog
 
 from agentscore.errors import ConfigurationError
+from agentscore.live._callbacks import call_user
 from agentscore.live._loop import BackgroundLoop, background_loop
 from agentscore.result import ScoreResult, ScoreStatus
 from agentscore.run import ScorerRun
@@ -151,7 +152,7 @@ class Runner:
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until no job is queued or running; False if `timeout` (seconds) ran out first."""
-        if self._loop.in_loop_thread():
+        if self._loop.in_loop_thread() or _in_job.get():
             raise RuntimeError("flush() from the background loop would wait on itself")
         with self._idle_condition:
             return self._idle_condition.wait_for(lambda: self._pending == 0, timeout)
@@ -177,7 +178,9 @@ class Runner:
         return finished
 
     def _start(self) -> None:
-        self._loop.portal().start_task_soon(self._dispatch)
+        # Not the portal's start_task_soon: it waits for the loop to take the task, which
+        # a busy loop makes the caller pay for.
+        self._loop.spawn(self._dispatch)
         _started_runners.add(self)
 
     def _wake(self) -> None:
@@ -208,6 +211,8 @@ class Runner:
             await wakeup.wait()
 
     async def _execute(self, job: ScoreJob, slots: anyio.Semaphore) -> None:
+        # Task-local, and copied into the worker threads of sync sinks and steps.
+        _in_job.set(True)
         result: ScoreResult | None = None
         try:
             result = await self._score(job)
@@ -234,10 +239,8 @@ class Runner:
             if sink is None:
                 continue
             try:
-                delivered = sink(result)
-                if inspect.isawaitable(delivered):
-                    with anyio.fail_after(self.sink_timeout):
-                        await delivered
+                with anyio.fail_after(self.sink_timeout):
+                    await call_user(sink, result)
             except Exception as exc:  # a sink must not stop the others or the dispatcher
                 _log.error("score_sink_failed", sink=repr(sink), error_type=type(exc).__name__)
 
@@ -276,6 +279,7 @@ def _scorer_name(job: ScoreJob) -> str:
     return str(getattr(job.scorer, "id", type(job.scorer).__name__))
 
 
+_in_job: ContextVar[bool] = ContextVar("agentscore_in_job", default=False)
 _default_runner: Runner | None = None
 _default_lock = threading.Lock()
 _started_runners: weakref.WeakSet[Runner] = weakref.WeakSet()
