@@ -8,6 +8,7 @@ daemon thread, gives every caller the same path and never touches the caller's l
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextvars
 import threading
 from collections.abc import Awaitable, Callable
@@ -91,6 +92,7 @@ class BackgroundLoop:
         async def main() -> None:
             async with BlockingPortal() as portal:
                 self._asyncio_loop = asyncio.get_running_loop()
+                self._asyncio_loop.set_default_executor(_ThreadPerCall())
                 self._stop = anyio.Event()
                 self._portal = portal
                 ready.set()
@@ -110,6 +112,29 @@ class BackgroundLoop:
         ready.wait()
         if failure:
             raise RuntimeError("agentscore background loop failed to start") from failure[0]
+
+
+class _ThreadPerCall(concurrent.futures.ThreadPoolExecutor):
+    """The loop's default executor (asyncio sends `getaddrinfo` there): one daemon thread
+    per call. The standard pool refuses work once interpreter shutdown has begun, which is
+    exactly when the exit flush opens the judge's first connection. (asyncio insists on a
+    ThreadPoolExecutor; none of the pool's own machinery is used.)"""
+
+    def submit(
+        self, fn: Callable[..., T], /, *args: Any, **kwargs: Any
+    ) -> concurrent.futures.Future[T]:
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+        def run() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                future.set_result(fn(*args, **kwargs))
+            except BaseException as exc:  # handed to the waiting coroutine
+                future.set_exception(exc)
+
+        threading.Thread(target=run, name="agentscore-executor", daemon=True).start()
+        return future
 
 
 async def _as_coroutine(func: Callable[[], Awaitable[object]]) -> object:

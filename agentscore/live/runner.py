@@ -39,6 +39,7 @@ __all__ = [
     "ScoreJob",
     "ScoreSink",
     "default_runner",
+    "exit_deadline",
     "exit_flush_timeout",
     "flush_started_runners",
     "shutdown_started_runners",
@@ -329,7 +330,20 @@ def exit_flush_timeout() -> float:
     return value
 
 
+_exit_deadline: float | None = None
+
+
+def exit_deadline() -> float:
+    """The `time.monotonic()` by which every exit hook must be done: one budget for all of
+    them, fixed when the first one asks."""
+    global _exit_deadline
+    with _default_lock:
+        if _exit_deadline is None:
+            _exit_deadline = time.monotonic() + exit_flush_timeout()
+        return _exit_deadline
+
+
 @atexit.register
 def _flush_at_exit() -> None:
     """Give pending scores a bounded time to finish when the interpreter exits."""
-    shutdown_started_runners(exit_flush_timeout())
+    shutdown_started_runners(max(0.0, exit_deadline() - time.monotonic()))
