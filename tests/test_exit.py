@@ -36,7 +36,7 @@ def test_scores_pending_at_exit_are_scored_when_no_request_had_completed() -> No
     with chat_server(slow_judge) as server:
         done = run_python(
             """
-            import os
+            import os, sys
             from agentscore.judges.openai import OpenAIJudge
             from agentscore.live.runner import ScoreJob, default_runner
             from agentscore.run import ScorerRun
@@ -46,8 +46,9 @@ def test_scores_pending_at_exit_are_scored_when_no_request_had_completed() -> No
                                 api_key="test-key-0123456789")
             scorer = create_faithfulness_scorer(judge, context=["Order 1042 shipped."])
             runner = default_runner()
-            runner.add_sink(lambda r: print("RESULT", r.status.value, r.score,
-                                            r.error and r.error.type, flush=True))
+            # One write per line: sync sinks run in worker threads, side by side.
+            runner.add_sink(lambda r: sys.stdout.write(
+                f"RESULT {r.status.value} {r.score} {r.error and r.error.type}\\n"))
             for i in range(3):
                 runner.submit(ScoreJob(scorer, ScorerRun(output=f"Order 1042 shipped. ({i})")))
             """,
