@@ -10,7 +10,9 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import os
 import threading
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -27,6 +29,11 @@ class BackgroundLoop:
 
     def __init__(self, name: str = "agentscore-background") -> None:
         self._name = name
+        self._reset()
+        _loops.add(self)
+
+    def _reset(self) -> None:
+        # Also the state of a forked child: the parent's thread and loop did not come along.
         self._lock = threading.Lock()
         self._portal: BlockingPortal | None = None
         self._thread: threading.Thread | None = None
@@ -140,5 +147,16 @@ class _ThreadPerCall(concurrent.futures.ThreadPoolExecutor):
 async def _as_coroutine(func: Callable[[], Awaitable[object]]) -> object:
     return await func()
 
+
+_loops: weakref.WeakSet[BackgroundLoop] = weakref.WeakSet()
+
+
+def _reset_loops_in_child() -> None:
+    for loop in list(_loops):
+        loop._reset()
+
+
+# A child of fork() has only the forking thread: every loop restarts on its first use there.
+os.register_at_fork(after_in_child=_reset_loops_in_child)
 
 background_loop = BackgroundLoop()

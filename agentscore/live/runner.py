@@ -102,11 +102,19 @@ class Runner:
         self._drop_log_interval = drop_log_interval
         self.sink_timeout = sink_timeout
 
+        self._closed = False
+        self._reset()
+        _all_runners.add(self)
+
+    def _reset(self) -> None:
+        """A fresh start; also the state of a forked child, whose copy of the parent's queue
+        and running jobs belongs to the parent (it scores them), and whose dispatcher did not
+        survive the fork."""
         self._lock = threading.Lock()
         self._idle_condition = threading.Condition(self._lock)
         self._queue: deque[ScoreJob] = deque()
         self._submitted = self._scored = self._failed = self._dropped = self._pending = 0
-        self._started = self._closed = self._stopping = False
+        self._started = self._stopping = False
         self._dispatcher_idle = False
         self._wakeup: anyio.Event | None = None
         self._drops_unlogged = 0
@@ -281,6 +289,7 @@ def _scorer_name(job: ScoreJob) -> str:
 
 
 _in_job: ContextVar[bool] = ContextVar("agentscore_in_job", default=False)
+_all_runners: weakref.WeakSet[Runner] = weakref.WeakSet()
 _default_runner: Runner | None = None
 _default_lock = threading.Lock()
 _started_runners: weakref.WeakSet[Runner] = weakref.WeakSet()
@@ -341,6 +350,18 @@ def exit_deadline() -> float:
         if _exit_deadline is None:
             _exit_deadline = time.monotonic() + exit_flush_timeout()
         return _exit_deadline
+
+
+def _reset_runners_in_child() -> None:
+    global _default_lock, _exit_deadline
+    _default_lock = threading.Lock()
+    _exit_deadline = None
+    _started_runners.clear()
+    for runner in list(_all_runners):
+        runner._reset()
+
+
+os.register_at_fork(after_in_child=_reset_runners_in_child)
 
 
 @atexit.register
