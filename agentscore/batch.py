@@ -10,6 +10,7 @@ from typing import Any
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentscore._redact import redact
 from agentscore.adapters import coerce_messages
 from agentscore.agent import Agent
 from agentscore.errors import ConfigurationError
@@ -152,7 +153,8 @@ async def _evaluate_item(
     try:
         run = await _run_for(item, target)
     except Exception as exc:
-        return EvalItemResult(index=index, error=f"{type(exc).__name__}: {exc}")
+        # The target's own errors can quote its credentials ("Bearer sk-..." from the SDK).
+        return EvalItemResult(index=index, error=redact(f"{type(exc).__name__}: {exc}"))
     scored: dict[str, ScoreResult] = {}
 
     async def score(scorer: Scorer) -> None:

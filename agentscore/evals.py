@@ -18,6 +18,7 @@ from opentelemetry.trace import Span, SpanContext
 
 from agentscore.adapters import coerce_messages
 from agentscore.errors import ConfigurationError, UnreadableMessageError
+from agentscore.live._callbacks import call_user
 from agentscore.live.runner import Runner, ScoreJob, ScoreSink, default_runner
 from agentscore.live.sampling import sample_point, sampled
 from agentscore.messages import Message, Role
@@ -139,6 +140,34 @@ class Evals:
             _log.error("evals_submit_failed", error_type=type(exc).__name__)
             return False
 
+    async def asubmit_run(
+        self,
+        run: ScorerRun,
+        *,
+        entries: Sequence[SampledScorer] | None = None,
+        telemetry: Telemetry | None = None,
+        on_result: ScoreSink | None = None,
+    ) -> bool:
+        """`submit_run` for async callers: a sync filter runs in a worker thread, so a slow
+        one never holds the caller's event loop (which `generate_sync` callers share)."""
+        try:
+            chosen = _chosen(
+                self._entries if entries is None else entries, run.trace_id, run.run_id
+            )
+            if not chosen:
+                return False
+            vetoed = (
+                run.read_error is None
+                and self.filter is not None
+                and not await _accepts_async(self.filter, run)
+            )
+            if vetoed:
+                return False
+            return self._enqueue(run, chosen, telemetry, on_result)
+        except Exception as exc:
+            _log.error("evals_submit_failed", error_type=type(exc).__name__)
+            return False
+
     @overload
     def observe(self, func: Callable[P, R], /) -> Callable[P, R]: ...
 
@@ -186,6 +215,15 @@ class Evals:
         # An unreadable run skips the filter: it must surface as a failed result.
         if run.read_error is None and self.filter is not None and not _accepts(self.filter, run):
             return False
+        return self._enqueue(run, chosen, telemetry, on_result)
+
+    def _enqueue(
+        self,
+        run: ScorerRun,
+        chosen: Sequence[Scorer],
+        telemetry: Telemetry | None,
+        on_result: ScoreSink | None,
+    ) -> bool:
         runner = self.runner or default_runner()
         job_telemetry = telemetry or self.telemetry or current_telemetry()
         sink = on_result or self.on_score
@@ -270,6 +308,14 @@ def _accepts(filter_: Callable[[ScorerRun], bool], run: ScorerRun) -> bool:
     try:
         return bool(filter_(run))
     except Exception as exc:  # a broken filter skips scoring; it must not break the caller
+        _log.error("evals_filter_failed", error_type=type(exc).__name__)
+        return False
+
+
+async def _accepts_async(filter_: Callable[[ScorerRun], bool], run: ScorerRun) -> bool:
+    try:
+        return bool(await call_user(filter_, run))
+    except Exception as exc:
         _log.error("evals_filter_failed", error_type=type(exc).__name__)
         return False
 
