@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-import uuid
+import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ParamSpec, TypeVar, overload
@@ -93,27 +93,32 @@ class Evals:
         """
         try:
             context = _span_context(span)
-            run_id = uuid.uuid4().hex
-            trace_id = f"{context.trace_id:032x}" if context.is_valid else None
+            run_id = f"{random.getrandbits(128):032x}"  # unique, not secret: no need for uuid4
+            valid = context.is_valid
+            trace_id = f"{context.trace_id:032x}" if valid else None
             chosen = _chosen(self._entries, trace_id, run_id)
             if not chosen:
                 return False
-            input_messages, input_error = _read_messages(input, "user")
-            output_messages, output_error = _read_messages(output, "assistant")
-            run = ScorerRun.model_construct(
+            header = ScorerRun.model_construct(
                 run_id=run_id,
-                input=input_messages,
-                output=output_messages,
+                input=[],
+                output=[],
                 ground_truth=ground_truth,
                 request_context=dict(request_context or {}),
                 agent_name=agent_name,
                 conversation_id=conversation_id,
                 trace_id=trace_id,
-                span_id=f"{context.span_id:016x}" if context.is_valid else None,
+                span_id=f"{context.span_id:016x}" if valid else None,
                 response_id=None,
-                read_error=input_error or output_error,
+                read_error=None,
             )
-            return self._queue(run, chosen, None, None)
+
+            read = _MessageReader(header, input, output)
+            if self.filter is not None:
+                # The filter judges the messages, so they are read here, on the caller's path.
+                return self._queue(read(), chosen, None, None)
+            # Otherwise the messages are read on the background loop: submit stays O(1).
+            return self._enqueue(header, chosen, None, None, read)
         except Exception as exc:  # the caller must never see scoring trouble
             _log.error("evals_submit_failed", error_type=type(exc).__name__)
             return False
@@ -223,13 +228,15 @@ class Evals:
         chosen: Sequence[Scorer],
         telemetry: Telemetry | None,
         on_result: ScoreSink | None,
+        read: Callable[[], ScorerRun] | None = None,
     ) -> bool:
         runner = self.runner or default_runner()
         job_telemetry = telemetry or self.telemetry or current_telemetry()
         sink = on_result or self.on_score
         queued = False
         for scorer in chosen:
-            queued = runner.submit(ScoreJob(scorer, run, job_telemetry, sink)) or queued
+            job = ScoreJob(scorer, run, job_telemetry, sink, read)
+            queued = runner.submit(job) or queued
         return queued
 
     @classmethod
@@ -289,6 +296,29 @@ def sampled_entries(
 def _check_rate(rate: float) -> None:
     if not 0.0 <= rate <= 1.0:
         raise ConfigurationError(f"sampling must lie in [0, 1], got {rate!r}")
+
+
+class _MessageReader:
+    """Reads a submitted run's messages once, for every scorer chosen, off the caller's path."""
+
+    __slots__ = ("_header", "_input", "_output", "_run")
+
+    def __init__(self, header: ScorerRun, input: object, output: object) -> None:
+        self._header, self._input, self._output = header, input, output
+        self._run: ScorerRun | None = None
+
+    def __call__(self) -> ScorerRun:
+        if self._run is None:
+            input_messages, input_error = _read_messages(self._input, "user")
+            output_messages, output_error = _read_messages(self._output, "assistant")
+            self._run = self._header.model_copy(
+                update={
+                    "input": input_messages,
+                    "output": output_messages,
+                    "read_error": input_error or output_error,
+                }
+            )
+        return self._run
 
 
 def _chosen(entries: Sequence[SampledScorer], trace_id: str | None, run_id: str) -> list[Scorer]:

@@ -58,6 +58,9 @@ class ScoreJob:
     run: ScorerRun
     telemetry: Telemetry | None = None
     on_result: ScoreSink | None = None
+    # Reads the run's messages on the background loop instead of the caller's path; until
+    # then `run` holds only its ids (what drop accounting needs).
+    read: Callable[[], ScorerRun] | None = None
 
 
 DropHandler = Callable[[ScoreJob, str], object]
@@ -263,12 +266,15 @@ class Runner:
                 _log.error("score_sink_failed", sink=repr(sink), error_type=type(exc).__name__)
 
     async def _score(self, job: ScoreJob) -> ScoreResult:
+        run = job.run
         try:
+            if job.read is not None:
+                run = job.read()
             if job.telemetry is not None:
-                return await evaluate(job.telemetry, job.scorer, job.run, timeout=self.run_timeout)
-            return await job.scorer.run(job.run, timeout=self.run_timeout)
+                return await evaluate(job.telemetry, job.scorer, run, timeout=self.run_timeout)
+            return await job.scorer.run(run, timeout=self.run_timeout)
         except Exception as exc:  # telemetry export trouble: the run still ends, as failed
-            return job.scorer.failed_result(job.run, exc)
+            return job.scorer.failed_result(run, exc)
 
     def _dropped_job(self, job: ScoreJob, reason: str) -> None:
         if job.telemetry is not None:
