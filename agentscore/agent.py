@@ -20,9 +20,11 @@ from opentelemetry.trace import Span, Status, StatusCode
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentscore._clients import LoopLocalClient, create_chat_completion
+from agentscore._redact import register_secret
 from agentscore.adapters import coerce_messages
 from agentscore.errors import ConfigurationError
 from agentscore.evals import Evals, EvalsLike, SampledScorer, sampled_entries
+from agentscore.live._callbacks import call_user, on_loop
 from agentscore.live._loop import BackgroundLoop
 from agentscore.live.runner import Runner, default_runner
 from agentscore.messages import Message, ToolCall
@@ -124,6 +126,8 @@ class Agent:
         self.evals = Evals.coerce(evals)
         self.telemetry = telemetry or Telemetry()
         self.runner: Runner = self.evals.runner or default_runner()
+        register_secret(api_key)
+        register_secret(client.api_key if client is not None else None)
         self._client = LoopLocalClient(
             lambda: AsyncOpenAI(api_key=api_key, base_url=base_url), shared=client
         )
@@ -196,7 +200,9 @@ class Agent:
             result = self._finish(
                 span, conversation, output, usage, response_id, finish_reason, steps, run_id
             )
-        self._score(result, input_messages, entries, conversation_id, request_context, ground_truth)
+        await self._score(
+            result, input_messages, entries, conversation_id, request_context, ground_truth
+        )
         return result
 
     def _conversation(self, input_messages: list[Message]) -> list[Message]:
@@ -230,7 +236,7 @@ class Agent:
             span_id=f"{context.span_id:016x}" if context.is_valid else None,
         )
 
-    def _score(
+    async def _score(
         self,
         result: AgentResult,
         input_messages: list[Message],
@@ -240,7 +246,7 @@ class Agent:
         ground_truth: Any,
     ) -> None:
         try:
-            self._submit_scoring(
+            await self._submit_scoring(
                 result, input_messages, entries, conversation_id, request_context, ground_truth
             )
         except Exception as exc:  # scoring must never cost the caller its answer
@@ -317,7 +323,7 @@ class Agent:
                     steps,
                     run_id,
                 )
-            self._score(
+            await self._score(
                 result, input_messages, entries, conversation_id, request_context, ground_truth
             )
             completed = True
@@ -511,7 +517,7 @@ class Agent:
             span.set_attribute(semconv.INPUT_MESSAGES, messages_attribute(conversation))
             span.set_attribute(semconv.OUTPUT_MESSAGES, messages_attribute(output))
 
-    def _submit_scoring(
+    async def _submit_scoring(
         self,
         result: AgentResult,
         input_messages: list[Message],
@@ -534,14 +540,15 @@ class Agent:
             response_id=result.response_id,
             read_error=None,
         )
-        self.evals.submit_run(
+        await self.evals.asubmit_run(
             run, entries=entries, telemetry=self.telemetry, on_result=self._record_score
         )
 
+    @on_loop
     def _record_score(self, result: ScoreResult) -> object:
         self._scores.append(result)
-        # An async on_score returns an awaitable, which the runner awaits.
-        return None if self.evals.on_score is None else self.evals.on_score(result)
+        # The runner awaits what this returns: on_score, in a worker thread when it is sync.
+        return None if self.evals.on_score is None else call_user(self.evals.on_score, result)
 
 
 def _assistant_message(message: Any) -> Message:

@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-import uuid
+import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ParamSpec, TypeVar, overload
@@ -18,6 +18,7 @@ from opentelemetry.trace import Span, SpanContext
 
 from agentscore.adapters import coerce_messages
 from agentscore.errors import ConfigurationError, UnreadableMessageError
+from agentscore.live._callbacks import call_user
 from agentscore.live.runner import Runner, ScoreJob, ScoreSink, default_runner
 from agentscore.live.sampling import sample_point, sampled
 from agentscore.messages import Message, Role
@@ -92,27 +93,32 @@ class Evals:
         """
         try:
             context = _span_context(span)
-            run_id = uuid.uuid4().hex
-            trace_id = f"{context.trace_id:032x}" if context.is_valid else None
+            run_id = f"{random.getrandbits(128):032x}"  # unique, not secret: no need for uuid4
+            valid = context.is_valid
+            trace_id = f"{context.trace_id:032x}" if valid else None
             chosen = _chosen(self._entries, trace_id, run_id)
             if not chosen:
                 return False
-            input_messages, input_error = _read_messages(input, "user")
-            output_messages, output_error = _read_messages(output, "assistant")
-            run = ScorerRun.model_construct(
+            header = ScorerRun.model_construct(
                 run_id=run_id,
-                input=input_messages,
-                output=output_messages,
+                input=[],
+                output=[],
                 ground_truth=ground_truth,
                 request_context=dict(request_context or {}),
                 agent_name=agent_name,
                 conversation_id=conversation_id,
                 trace_id=trace_id,
-                span_id=f"{context.span_id:016x}" if context.is_valid else None,
+                span_id=f"{context.span_id:016x}" if valid else None,
                 response_id=None,
-                read_error=input_error or output_error,
+                read_error=None,
             )
-            return self._queue(run, chosen, None, None)
+
+            read = _MessageReader(header, input, output)
+            if self.filter is not None:
+                # The filter judges the messages, so they are read here, on the caller's path.
+                return self._queue(read(), chosen, None, None)
+            # Otherwise the messages are read on the background loop: submit stays O(1).
+            return self._enqueue(header, chosen, None, None, read)
         except Exception as exc:  # the caller must never see scoring trouble
             _log.error("evals_submit_failed", error_type=type(exc).__name__)
             return False
@@ -135,6 +141,34 @@ class Evals:
                 self._entries if entries is None else entries, run.trace_id, run.run_id
             )
             return bool(chosen) and self._queue(run, chosen, telemetry, on_result)
+        except Exception as exc:
+            _log.error("evals_submit_failed", error_type=type(exc).__name__)
+            return False
+
+    async def asubmit_run(
+        self,
+        run: ScorerRun,
+        *,
+        entries: Sequence[SampledScorer] | None = None,
+        telemetry: Telemetry | None = None,
+        on_result: ScoreSink | None = None,
+    ) -> bool:
+        """`submit_run` for async callers: a sync filter runs in a worker thread, so a slow
+        one never holds the caller's event loop (which `generate_sync` callers share)."""
+        try:
+            chosen = _chosen(
+                self._entries if entries is None else entries, run.trace_id, run.run_id
+            )
+            if not chosen:
+                return False
+            vetoed = (
+                run.read_error is None
+                and self.filter is not None
+                and not await _accepts_async(self.filter, run)
+            )
+            if vetoed:
+                return False
+            return self._enqueue(run, chosen, telemetry, on_result)
         except Exception as exc:
             _log.error("evals_submit_failed", error_type=type(exc).__name__)
             return False
@@ -186,12 +220,23 @@ class Evals:
         # An unreadable run skips the filter: it must surface as a failed result.
         if run.read_error is None and self.filter is not None and not _accepts(self.filter, run):
             return False
+        return self._enqueue(run, chosen, telemetry, on_result)
+
+    def _enqueue(
+        self,
+        run: ScorerRun,
+        chosen: Sequence[Scorer],
+        telemetry: Telemetry | None,
+        on_result: ScoreSink | None,
+        read: Callable[[], ScorerRun] | None = None,
+    ) -> bool:
         runner = self.runner or default_runner()
         job_telemetry = telemetry or self.telemetry or current_telemetry()
         sink = on_result or self.on_score
         queued = False
         for scorer in chosen:
-            queued = runner.submit(ScoreJob(scorer, run, job_telemetry, sink)) or queued
+            job = ScoreJob(scorer, run, job_telemetry, sink, read)
+            queued = runner.submit(job) or queued
         return queued
 
     @classmethod
@@ -253,6 +298,29 @@ def _check_rate(rate: float) -> None:
         raise ConfigurationError(f"sampling must lie in [0, 1], got {rate!r}")
 
 
+class _MessageReader:
+    """Reads a submitted run's messages once, for every scorer chosen, off the caller's path."""
+
+    __slots__ = ("_header", "_input", "_output", "_run")
+
+    def __init__(self, header: ScorerRun, input: object, output: object) -> None:
+        self._header, self._input, self._output = header, input, output
+        self._run: ScorerRun | None = None
+
+    def __call__(self) -> ScorerRun:
+        if self._run is None:
+            input_messages, input_error = _read_messages(self._input, "user")
+            output_messages, output_error = _read_messages(self._output, "assistant")
+            self._run = self._header.model_copy(
+                update={
+                    "input": input_messages,
+                    "output": output_messages,
+                    "read_error": input_error or output_error,
+                }
+            )
+        return self._run
+
+
 def _chosen(entries: Sequence[SampledScorer], trace_id: str | None, run_id: str) -> list[Scorer]:
     if not entries:
         return []
@@ -270,6 +338,14 @@ def _accepts(filter_: Callable[[ScorerRun], bool], run: ScorerRun) -> bool:
     try:
         return bool(filter_(run))
     except Exception as exc:  # a broken filter skips scoring; it must not break the caller
+        _log.error("evals_filter_failed", error_type=type(exc).__name__)
+        return False
+
+
+async def _accepts_async(filter_: Callable[[ScorerRun], bool], run: ScorerRun) -> bool:
+    try:
+        return bool(await call_user(filter_, run))
+    except Exception as exc:
         _log.error("evals_filter_failed", error_type=type(exc).__name__)
         return False
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import anyio
 import openai
-from openai import AsyncOpenAI
+from openai import AsyncOpenAI, OpenAI
 
 __all__ = [
     "ScriptedEndpoint",
@@ -26,6 +26,7 @@ __all__ = [
     "chat_completion",
     "http_error",
     "network_failure",
+    "server_sent_events",
 ]
 
 
@@ -145,6 +146,21 @@ class ScriptedEndpoint:
             http_client=httpx.AsyncClient(transport=transport),
         )
 
+    def sync_client(self, *, max_retries: int = 2, timeout: float = 30.0) -> OpenAI:
+        """A blocking `OpenAI` client served by this script (for sync tool loops)."""
+        httpx = _http_module()
+
+        def handle(request: Any) -> Any:
+            return anyio.run(self._handle, request)
+
+        return OpenAI(
+            api_key="sk-test-not-a-real-key",
+            base_url="http://scripted.test/v1",
+            max_retries=max_retries,
+            timeout=timeout,
+            http_client=httpx.Client(transport=httpx.MockTransport(handle)),
+        )
+
     async def _handle(self, request: Any) -> Any:
         httpx = _http_module()
         body = json.loads(request.content or b"{}")
@@ -160,7 +176,7 @@ class ScriptedEndpoint:
         if body.get("stream") and reply.status == 200 and "choices" in (reply.body or {}):
             return httpx.Response(
                 200,
-                content=_server_sent_events(dict(reply.body or {})),
+                content=server_sent_events(dict(reply.body or {})),
                 headers={"content-type": "text/event-stream", **reply.headers},
             )
         return httpx.Response(
@@ -168,7 +184,7 @@ class ScriptedEndpoint:
         )
 
 
-def _server_sent_events(completion: dict[str, Any]) -> bytes:
+def server_sent_events(completion: dict[str, Any]) -> bytes:
     """A scripted completion as the chunks a streaming server sends: the text in three
     pieces, each tool call named first and its arguments in two halves, usage last."""
     base = {key: completion[key] for key in ("id", "model", "created")}

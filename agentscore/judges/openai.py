@@ -13,7 +13,7 @@ from openai.types.chat import ChatCompletion
 from pydantic import BaseModel
 
 from agentscore._clients import LoopLocalClient, create_chat_completion, current_loop_token
-from agentscore._redact import redact
+from agentscore._redact import known_secrets, redact, register_secret
 from agentscore.adapters import coerce_messages
 from agentscore.errors import (
     JudgeAuthError,
@@ -68,6 +68,8 @@ class OpenAIJudge:
         self._model = model
         self._base_url = base_url
         self._api_key = api_key
+        register_secret(api_key)
+        register_secret(client.api_key if client is not None else None)
         self._temperature = temperature
         self._client = LoopLocalClient(
             lambda: AsyncOpenAI(
@@ -131,8 +133,10 @@ class OpenAIJudge:
             try:
                 value = self._accept(reply_text, request)
             except ValueError as first_problem:
+                # The bad reply may quote what the judge saw, a key included; the repair
+                # request goes back out (and onto the chat span), so it is redacted first.
                 messages += [
-                    {"role": "assistant", "content": reply_text or ""},
+                    {"role": "assistant", "content": _redact_reply(reply_text or "")},
                     {"role": "user", "content": _repair_prompt(first_problem, schema)},
                 ]
                 reply_text, call_usage = await self._chat(messages, request.output_type, schema)
@@ -141,7 +145,8 @@ class OpenAIJudge:
                     value = self._accept(reply_text, request)
                 except ValueError as second_problem:
                     raise JudgeOutputError(
-                        f"invalid judge reply after one repair attempt: {second_problem}"
+                        "invalid judge reply after one repair attempt: "
+                        + redact(str(second_problem))
                     ) from None
         except JudgeError as exc:
             exc.usage = usage + (exc.usage or JudgeUsage())
@@ -259,9 +264,16 @@ def _mentions_format(exc: openai.APIStatusError) -> bool:
     return any(hint in text for hint in _FORMAT_HINTS)
 
 
+def _redact_reply(text: str) -> str:
+    # Not `redact`: its length bound would cut the JSON the judge has to repair.
+    for secret in known_secrets():
+        text = text.replace(secret, "[REDACTED]")
+    return text
+
+
 def _repair_prompt(problem: ValueError, schema: dict[str, Any]) -> str:
     return (
-        f"Your previous reply could not be used: {problem}. Reply again with one JSON object "
-        "that matches this JSON schema exactly, and nothing else:\n"
+        f"Your previous reply could not be used: {redact(str(problem))}. Reply again with one "
+        "JSON object that matches this JSON schema exactly, and nothing else:\n"
         + json.dumps(schema, separators=(",", ":"))
     )

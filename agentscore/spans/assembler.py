@@ -37,6 +37,10 @@ from agentscore.spans.records import SpanRecord
 
 __all__ = ["TraceAssembler", "generation_run"]
 
+# How far up the tree an ancestor (an agent, an evaluation) is looked for. Real agent stacks
+# are a few spans deep; the bound keeps a hostile chain of spans linear, and cycles finite.
+_MAX_DEPTH = 64
+
 
 @dataclass(slots=True)
 class _Trace:
@@ -256,9 +260,13 @@ def _unreadable_run(span: SpanRecord, error: str) -> ScorerRun:
 
 def _descendants(trace: _Trace, span_id: int) -> list[int]:
     found: list[int] = []
+    seen = {span_id}  # hostile OTLP input can make the "tree" a cycle
     stack = list(trace.children.get(span_id, ()))
     while stack:
         current = stack.pop()
+        if current in seen:
+            continue
+        seen.add(current)
         found.append(current)
         stack.extend(trace.children.get(current, ()))
     return found
@@ -268,7 +276,7 @@ def _nearest_agent(trace: _Trace, span_id: int) -> int | None:
     """The closest agent span above `span_id` among the spans seen, if any."""
     current = trace.parents.get(span_id)
     steps = 0
-    while current is not None and steps <= len(trace.parents):
+    while current is not None and steps < _MAX_DEPTH:
         entry = trace.spans.get(current)
         if entry is not None and entry[0] == "agent":
             return current
@@ -280,7 +288,7 @@ def _nearest_agent(trace: _Trace, span_id: int) -> int | None:
 def _under_evaluation(trace: _Trace, span_id: int) -> bool:
     current: int | None = span_id
     steps = 0
-    while current is not None and steps <= len(trace.parents):
+    while current is not None and steps < _MAX_DEPTH:
         if current in trace.evaluations:
             return True
         current = trace.parents.get(current)

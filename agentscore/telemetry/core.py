@@ -16,6 +16,7 @@ __all__ = [
     "CAPTURE_CONTENT_ENV",
     "Telemetry",
     "current_telemetry",
+    "reset_telemetry",
     "scoring_in_progress",
     "scoring_scope",
     "use_telemetry",
@@ -89,6 +90,10 @@ def current_telemetry() -> Telemetry:
 
 def use_telemetry(telemetry: Telemetry) -> contextvars.Token[Telemetry | None]:
     return _current.set(telemetry)
+
+
+def reset_telemetry(token: contextvars.Token[Telemetry | None]) -> None:
+    _current.reset(token)
 
 
 # Set while a scorer runs, in its context (and the threads it hands work to), so that the span
