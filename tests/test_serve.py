@@ -120,3 +120,30 @@ def test_work_over_the_judge_budget_waits_then_is_dropped_past_max_age(tmp_path:
     assert len(evaluation_spans(receiver)) == 1
     assert metric_value(receiver, "agentscore.serve.spans_received") == 6
     assert metric_value(receiver, "agentscore.serve.judge_requests") == 1
+
+
+def test_forward_passes_requests_on_unchanged_and_refusals_back(tmp_path: Path) -> None:
+    spans = recorded_generations([ANSWER])
+    body = protobuf_request(spans)
+    headers = {"Content-Type": "application/x-protobuf"}
+    with http_collector() as backend:
+        forward = ("--forward", f"{backend.url}/v1/traces")
+        with serving(tmp_path, backend.url, *forward) as serve:
+            backend.status = 503  # the backend refuses: so does the service, and keeps nothing
+            refused = httpx.post(f"{serve.url}/v1/traces", content=body, headers=headers)
+            assert refused.status_code == 503
+            assert refused.headers["Retry-After"] == "5"
+            assert serve.health()["spans_received"] == 0
+            backend.status = 200
+            accepted = httpx.post(f"{serve.url}/v1/traces", content=body, headers=headers)
+            assert accepted.status_code == 200
+            wait_for(lambda: len(evaluation_spans(backend)) == 1, what="the evaluation")
+            health = serve.health()
+    app_requests = [
+        item.body
+        for item in backend.received
+        if item.path == "/v1/traces" and item.headers.get("User-Agent", "").startswith("Python-")
+    ]
+    assert app_requests == [body, body]  # the refused try, then the accepted one, byte for byte
+    assert health["forward_failures"] == 1
+    assert health["scored"] == 1

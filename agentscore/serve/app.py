@@ -14,6 +14,7 @@ from typing import Any
 import anyio
 import structlog
 
+from agentscore.serve.forward import ForwardError, forward
 from agentscore.serve.ingest import Ingestor
 from agentscore.serve.otlp import OtlpDecodeError, decode_traces, success_response
 from agentscore.serve.queue import SqliteQueue
@@ -43,6 +44,7 @@ class ServeApp:
         retry_after: int = 5,
         on_startup: Callable[[], None] = lambda: None,
         on_shutdown: Callable[[], None] = lambda: None,
+        forward_to: str | None = None,
     ) -> None:
         self._ingestor = ingestor
         self._queue = queue
@@ -52,6 +54,7 @@ class ServeApp:
         self._retry_after = retry_after
         self._on_startup = on_startup
         self._on_shutdown = on_shutdown
+        self._forward_to = forward_to
         self.draining = False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -96,16 +99,20 @@ class ServeApp:
             return
         headers = {key.decode().lower(): value.decode() for key, value in scope["headers"]}
         content_type = headers.get("content-type", "application/x-protobuf")
+        encoding = headers.get("content-encoding", "")
         try:
-            spans = decode_traces(
-                body,
-                content_type,
-                headers.get("content-encoding", ""),
-                max_size=self._max_body,
-            )
+            spans = decode_traces(body, content_type, encoding, max_size=self._max_body)
+            if self._forward_to is not None:
+                await anyio.to_thread.run_sync(
+                    forward, self._forward_to, body, content_type, encoding
+                )
             await anyio.to_thread.run_sync(self._ingestor.ingest, spans)
         except OtlpDecodeError as exc:
             await _reply(send, 400, {"error": str(exc)})
+            return
+        except ForwardError as exc:
+            self._stats.add("forward_failures")
+            await _reply(send, 503, {"error": str(exc)}, retry_after=self._retry_after)
             return
         except Exception as exc:  # the disk, most likely: the exporter should try again
             _log.error("serve_ingest_failed", error_type=type(exc).__name__)

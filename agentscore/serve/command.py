@@ -31,6 +31,11 @@ def add_serve_command(commands: Any) -> None:
     serve.add_argument("--drain-timeout", type=float, default=20.0, help="seconds at shutdown")
     serve.add_argument("--synchronous", choices=["NORMAL", "FULL"], default="FULL")
     serve.add_argument(
+        "--forward",
+        metavar="URL",
+        help="also pass every received request on unchanged to this OTLP/HTTP traces URL",
+    )
+    serve.add_argument(
         "--jsonl",
         default="agentscore-evaluations.jsonl",
         help="where evaluations go when no OTEL_EXPORTER_OTLP_* endpoint is set",
@@ -56,6 +61,7 @@ def serve_command(args: argparse.Namespace) -> int:
                 drain_timeout=args.drain_timeout,
                 synchronous=args.synchronous,
                 jsonl=args.jsonl,
+                forward=args.forward,
             )
         )
     except (ConfigurationError, ImportError, AttributeError) as exc:

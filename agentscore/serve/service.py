@@ -40,6 +40,7 @@ class ServeOptions:
     drain_timeout: float = 20.0
     synchronous: Synchronous = "FULL"
     jsonl: str = "agentscore-evaluations.jsonl"
+    forward: str | None = None
 
 
 def load_evals(spec: str) -> Evals:
@@ -95,6 +96,7 @@ def build_service(options: ServeOptions, evals: Evals) -> ServeApp:
         max_queue=options.max_queue,
         on_startup=worker.start,
         on_shutdown=shutdown,
+        forward_to=options.forward,
     )
 
 

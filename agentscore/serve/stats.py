@@ -21,6 +21,7 @@ COUNTERS = (
     "failed",
     "dropped",
     "export_failures",
+    "forward_failures",
     "judge_requests",
     "judge_tokens",
 )
