@@ -25,6 +25,7 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
 )
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
+from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -66,12 +67,18 @@ class ServeProcess:
 
 
 def start_serve(
-    tmp_path: Path, receiver: str, *args: str, judge_delay: float = 0.0, port: int = 0
+    tmp_path: Path,
+    receiver: str,
+    *args: str,
+    judge_delay: float = 0.0,
+    port: int = 0,
+    otel: dict[str, str] | None = None,
 ) -> ServeProcess:
+    """`otel` replaces the default OTEL_* settings (every signal to `receiver`)."""
     port = port or free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env.update(otel or {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver})
     env.update(
-        OTEL_EXPORTER_OTLP_ENDPOINT=receiver,
         OTEL_METRIC_EXPORT_INTERVAL="500",
         PYTHONPATH=str(ROOT),
         SERVE_TEST_JUDGE_DELAY=str(judge_delay),
@@ -140,10 +147,12 @@ def traced_generation(
         return context.trace_id, context.span_id
 
 
-def send_generations(url: str, answers: list[str]) -> list[tuple[int, int]]:
+def send_generations(
+    url: str, answers: list[str], resource: Resource | None = None
+) -> list[tuple[int, int]]:
     """Trace one generation per answer and export them to `url` with the OTLP/HTTP protobuf
     exporter, one request per trace; returns (trace id, agent span id) of each."""
-    provider = TracerProvider()
+    provider = TracerProvider(resource=resource or Resource.create())
     provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(f"{url}/v1/traces")))
     sent = [traced_generation(provider, answer, request=i) for i, answer in enumerate(answers)]
     provider.shutdown()
