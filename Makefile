@@ -38,6 +38,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/accuracy.py
 	$(BIN)/python benchmarks/soak.py
 	$(BIN)/python benchmarks/serve.py
+	$(BIN)/python benchmarks/serve_latency.py
 
 bench-peers: $(STAMP)
 	$(BIN)/python benchmarks/peers.py

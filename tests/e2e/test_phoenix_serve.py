@@ -1,0 +1,46 @@
+"""`agentscore serve` exports to a real Phoenix: the evaluation shows under the app's span."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+from opentelemetry.sdk.resources import Resource
+
+from tests.e2e.phoenix import PROJECT_NAME_ATTRIBUTE, PhoenixServer, Span, spans_named
+from tests.serve_support import ANSWER, send_generations, serving
+
+pytestmark = pytest.mark.e2e
+
+
+def test_the_services_evaluation_lands_under_the_apps_span_in_phoenix(
+    phoenix: PhoenixServer, tmp_path: Path
+) -> None:
+    project = f"agentscore-serve-{uuid.uuid4().hex[:8]}"
+    # Phoenix takes traces only, and files spans by their resource's project name: the
+    # service names the app's project too, else its evaluations land in another project.
+    otel = {
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": phoenix.otlp_traces_endpoint,
+        "OTEL_RESOURCE_ATTRIBUTES": f"{PROJECT_NAME_ATTRIBUTE}={project}",
+    }
+    app = Resource.create({PROJECT_NAME_ATTRIBUTE: project, "service.name": "support-app"})
+    # Inline: the service forwards the app's spans to Phoenix and adds its evaluations.
+    forward = ("--forward", phoenix.otlp_traces_endpoint)
+    with serving(tmp_path, phoenix.base_url, *forward, otel=otel) as serve:
+        [(trace_id, span_id)] = send_generations(serve.url, [ANSWER], app)
+
+        def arrived(spans: list[Span]) -> bool:
+            return bool(spans_named(spans, "evaluation faithfulness")) and bool(
+                spans_named(spans, "invoke_agent support")
+            )
+
+        spans = phoenix.wait_for_spans(project, arrived, timeout=60)
+    [agent] = spans_named(spans, "invoke_agent support")
+    [evaluation] = spans_named(spans, "evaluation faithfulness")
+    assert agent["context"]["span_id"] == f"{span_id:016x}"
+    assert evaluation["context"]["trace_id"] == f"{trace_id:032x}"
+    assert evaluation["parent_id"] == f"{span_id:016x}"
+    assert evaluation["span_kind"] == "EVALUATOR"
+    assert evaluation["attributes"]["gen_ai.evaluation.score.value"] == 1.0
+    assert evaluation["attributes"]["gen_ai.evaluation.score.label"] == "pass"
