@@ -2,9 +2,11 @@
 
 It runs on its own thread and event loop, so a CPU-bound judge (the local one) does not stall
 the HTTP side more than the GIL makes it. Jobs are taken oldest first, up to `concurrency` in
-flight, while the judge budget allows. What finished jobs emitted is exported together (when
-`concurrency` have finished, when nothing else is in flight, or every 0.2 s), and only once
-the backend took it are their rows deleted; a failed export leaves them to be retried.
+flight, while the judge budget allows. What finished jobs emitted is exported together, in the
+background (when `concurrency` have finished, when nothing else is in flight, or every
+0.2 s), and only once the backend took it are their rows deleted; a failed export leaves
+them to be retried. Scoring goes on during an export; a backend slower than the judge holds
+intake back once 4 x `concurrency` finished jobs wait for it.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ _log = structlog.get_logger("agentscore.serve")
 _IDLE_POLL = 0.05
 _EXPIRE_EVERY = 1.0
 _EXPORT_EVERY = 0.2
+_MAX_UNEXPORTED = 4
 
 
 class ScoringWorker:
@@ -73,6 +76,8 @@ class ScoringWorker:
         self._done: list[tuple[Job, ScoreResult]] = []
         self._broken: list[JobKey] = []
         self._wake: anyio.Event | None = None
+        self._exporting = False
+        self._exported: set[JobKey] = set()
 
     def start(self) -> None:
         self._thread = threading.Thread(
@@ -100,16 +105,21 @@ class ScoringWorker:
                     await anyio.to_thread.run_sync(self._ingestor.expire)
                 try:
                     started = await self._start_due(scoring)
-                    if self._done and (
-                        len(self._done) >= self._concurrency
-                        or not self._in_flight
-                        or now - last_export >= _EXPORT_EVERY
-                    ):
-                        last_export = now
-                        await self._export()
                 except Exception as exc:  # the worker must outlive any one bad batch
                     _log.error("serve_worker_failed", error_type=type(exc).__name__)
                     started = 0
+                if (
+                    self._done
+                    and not self._exporting
+                    and (
+                        len(self._done) >= self._concurrency
+                        or not self._in_flight
+                        or now - last_export >= _EXPORT_EVERY
+                    )
+                ):
+                    last_export = now
+                    self._exporting = True
+                    scoring.start_soon(self._export_in_background)
                 if not started:
                     self._wake = anyio.Event()
                     with anyio.move_on_after(min(_IDLE_POLL + self._budget.wait_time(), 1.0)):
@@ -119,15 +129,20 @@ class ScoringWorker:
         await self._export()
 
     def _idle(self) -> bool:
-        return not self._in_flight and not self._done and self._queue.pending_jobs == 0
+        return (
+            not self._in_flight
+            and not self._done
+            and not self._exporting
+            and self._queue.pending_jobs == 0
+        )
 
     async def _start_due(self, scoring: anyio.abc.TaskGroup) -> int:
         """Start due jobs while there is room and budget; returns how many started."""
-        # Finished jobs awaiting export count against the room: a slow backend slows intake.
-        room = self._concurrency - len(self._in_flight) - len(self._done)
-        if room <= 0:
+        room = self._concurrency - len(self._in_flight)
+        # A backend slower than the judge holds intake back: memory stays bounded.
+        if room <= 0 or len(self._done) >= _MAX_UNEXPORTED * self._concurrency:
             return 0
-        busy = self._in_flight | {job.key for job, _ in self._done}
+        busy = self._in_flight | self._exported | {job.key for job, _ in self._done}
         jobs = await anyio.to_thread.run_sync(self._queue.due_jobs, room, busy)
         started = 0
         # Stale jobs go even while over budget: that is when they pile up.
@@ -140,20 +155,34 @@ class ScoringWorker:
             started += 1
         return started
 
+    async def _export_in_background(self) -> None:
+        try:
+            await self._export()
+        except Exception as exc:  # the rows stay on disk; the next export tries again
+            _log.error("serve_export_failed", error_type=type(exc).__name__)
+        finally:
+            self._exporting = False
+            if self._wake is not None:
+                self._wake.set()
+
     async def _export(self) -> None:
         """Export what finished jobs emitted; delete their rows only if the backend took it."""
         done, self._done = self._done, []
         broken, self._broken = self._broken, []
-        if done:
-            keys = [job.key for job, _ in done]
-            if await anyio.to_thread.run_sync(self._exporters.export):
-                await anyio.to_thread.run_sync(self._queue.delete_jobs, keys)
-                self._account([result for _, result in done])
-            else:
-                self._stats.add("export_failures")
-                broken += keys
-        if broken:
-            await anyio.to_thread.run_sync(self._queue.retry_later, broken, self._retry_delay)
+        keys = [job.key for job, _ in done]
+        self._exported.update(keys)  # still on disk until deleted: not to be taken again
+        try:
+            if done:
+                if await anyio.to_thread.run_sync(self._exporters.export):
+                    await anyio.to_thread.run_sync(self._queue.delete_jobs, keys)
+                    self._account([result for _, result in done])
+                else:
+                    self._stats.add("export_failures")
+                    broken += keys
+            if broken:
+                await anyio.to_thread.run_sync(self._queue.retry_later, broken, self._retry_delay)
+        finally:
+            self._exported.difference_update(keys)
 
     async def _score(self, job: Job) -> None:
         scorer = self._scorers[job.scorer_id]
