@@ -10,8 +10,8 @@ and OTLP/HTTP exporter, message content on:
 - out of process: spans to an `agentscore serve` process scoring them with the local judge.
 
 Calls alternate in blocks (A B C C B A ...) so drift hits all three alike; added latency is
-each configuration minus the baseline at the same percentile. Both scoring configurations
-have a backlog throughout (the local judge scores slower than the agent answers).
+each configuration minus the baseline at the same percentile. The run ends by printing what
+each scorer scored (and what it still had queued), to show both were busy during the calls.
 
 Usage: python benchmarks/serve_latency.py [--calls N] [--block N]
 """
@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
@@ -100,7 +101,9 @@ async def run(args: argparse.Namespace, receiver_url: str, serve_url: str) -> No
                 times[name].append(time.perf_counter_ns() - started)
     for _, provider in agents.values():
         provider.shutdown()
+    in_process = runner.stats()
     runner.shutdown(timeout=0)
+    served = await asyncio.to_thread(lambda: httpx.get(f"{serve_url}/healthz").json())
     base = times["baseline"]
     print(f"{'µs':<16}{'p50':>10}{'p90':>10}{'p99':>10}{'added p50':>12}{'added p99':>12}")
     for name, values in times.items():
@@ -110,6 +113,12 @@ async def run(args: argparse.Namespace, receiver_url: str, serve_url: str) -> No
             f"{pct(values, 0.99):>10.1f}{added[0]:>12.1f}{added[1]:>12.1f}"
         )
     print(f"calls per configuration: {len(base)}; mean baseline {statistics.mean(base) / 1000:.1f}")
+    # Both scorers must have been scoring during the calls, or the comparison says nothing.
+    print(
+        f"in process: {in_process.scored} scored, {in_process.pending} still queued; out of "
+        f"process: {served['generations_found']} generations found, {served['scored']} scored, "
+        f"{served['pending_jobs']} still queued"
+    )
 
 
 def main() -> None:
