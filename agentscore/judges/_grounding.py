@@ -16,8 +16,10 @@ from typing import Literal
 
 from agentscore.judges._grounding_lexicon import (
     DETERMINERS,
+    NOT_FOUND,
     SPECULATIVE,
     SPECULATIVE_PHRASES,
+    STATES,
     SUBJECTIVE,
 )
 from agentscore.judges._grounding_numbers import Number
@@ -26,8 +28,10 @@ from agentscore.judges._grounding_split import MAX_CLAIMS, split_claims
 from agentscore.judges._grounding_text import ANTONYMS, canon, context_sentences, words
 
 __all__ = [
+    "DECIDED",
     "MAX_CLAIMS",
     "SUPPORT_THRESHOLD",
+    "UNDECIDED",
     "ClaimCheck",
     "Mode",
     "Verdict",
@@ -67,6 +71,10 @@ NAME_SWAP_OVERLAP = 0.75
 # Shared words under a negation needed for a flip (2 would spare "not for elderly users"
 # vs "users", but also "never approved by the FDA"; measured, 1 is no worse).
 NEGATION_MIN_WORDS = 1
+# How sure a verdict is. Only the cases listed in docs/local-judge.md ("What it decides
+# alone") get DECIDED; every other verdict is a guess a cascade hands to an LLM judge.
+DECIDED = 0.95
+UNDECIDED = 0.5
 _QUOTE = 160
 _APPROX = 0.1  # relative tolerance when either side hedges ("about 500", "approximately 480")
 
@@ -79,6 +87,7 @@ class ClaimCheck:
     verdict: Verdict
     reason: str
     evidence: str | None
+    confidence: float = UNDECIDED
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +174,7 @@ class _Alignment:
     nearby: frozenset[str]  # terms of the best sentence, the NAME_WINDOW before it, its record
     place: Place | None = None  # where the best sentence comes from
     record_terms: frozenset[str] = frozenset()  # terms of the best sentence's JSON record
+    record: tuple[Parsed, ...] = ()  # the best sentence's JSON record, or the sentence alone
 
 
 def _check(claim: str, context: _Context, mode: Mode) -> ClaimCheck:
@@ -184,17 +194,23 @@ def _check(claim: str, context: _Context, mode: Mode) -> ClaimCheck:
         return _verdict(claim, "unsure", reason, best)
     conflict = _conflict(parsed, alignment, context)
     if conflict is not None:
-        return _verdict(claim, "no", f"Contradicts the context: {conflict}", best)
+        kind, what = conflict
+        sure = DECIDED if kind in _DECISIVE else UNDECIDED
+        return _verdict(claim, "no", f"Contradicts the context: {what}", best, sure)
     gap = _gap(parsed, alignment, context)
     if gap is not None:
         return _verdict(claim, "unsure", f"Not supported by the context: {gap}", best)
+    if _restated(parsed, alignment):
+        return _verdict(claim, "yes", "Stated in the context", best, DECIDED)
     return _verdict(claim, "yes", "Supported by the context", best)
 
 
-def _verdict(claim: str, verdict: Verdict, why: str, evidence: Parsed) -> ClaimCheck:
+def _verdict(
+    claim: str, verdict: Verdict, why: str, evidence: Parsed, confidence: float = UNDECIDED
+) -> ClaimCheck:
     quote = evidence.text if len(evidence.text) <= _QUOTE else evidence.text[: _QUOTE - 1] + "…"
     label = "relied on" if verdict != "unsure" else "closest sentence"
-    return ClaimCheck(claim, verdict, f'{why} ({label}: "{quote}").', evidence.text)
+    return ClaimCheck(claim, verdict, f'{why} ({label}: "{quote}").', evidence.text, confidence)
 
 
 def _align(claim: Parsed, context: _Context) -> _Alignment:
@@ -217,7 +233,14 @@ def _align(claim: Parsed, context: _Context) -> _Alignment:
     nearby = frozenset().union(*(context.sentences[i].terms for i in window))
     record = frozenset().union(*(context.sentences[i].terms for i in context.records[at]))
     return _Alignment(
-        best, unmatched, total, _overlap(claim, best), nearby, context.places[at], record
+        best,
+        unmatched,
+        total,
+        _overlap(claim, best),
+        nearby,
+        context.places[at],
+        record,
+        tuple(context.sentences[i] for i in context.records[at]),
     )
 
 
@@ -253,20 +276,87 @@ def _speculative(claim: str) -> str | None:
 # --- contradictions -------------------------------------------------------------------------
 
 
-def _conflict(claim: Parsed, alignment: _Alignment, context: _Context) -> str | None:
+# Conflicts with the aligned evidence that a careful reader would call contradictions
+# without doubt; antonym and negation findings depend on word scope and stay undecided.
+_DECISIVE = frozenset({"number", "name", "state", "missing"})
+
+
+def _conflict(claim: Parsed, alignment: _Alignment, context: _Context) -> tuple[str, str] | None:
     best = alignment.best
     if best is None:
         return None
+    missing = _missing_record(claim, alignment)
+    if missing is not None:
+        return "missing", missing
+    state = _state_conflict(claim, alignment)
+    if state is not None:
+        return "state", state
     # A shared neighbour ("thick atmosphere" / "thin atmosphere") ties an antonym to the same
     # thing even when the rest of the claim adds material the context lacks.
     antonym = _antonym_conflict(claim, best, alignment.best_overlap >= ALIGN_FOR_CONFLICT)
-    if antonym is not None or alignment.best_overlap < ALIGN_FOR_CONFLICT:
-        return antonym
-    return (
-        _number_conflict(claim, alignment, context)
-        or _negation_conflict(claim, best, alignment)
-        or _name_conflict(claim, best)
-    )
+    if antonym is not None:
+        return "antonym", antonym
+    if alignment.best_overlap < ALIGN_FOR_CONFLICT:
+        return None
+    found = _number_conflict(claim, alignment, context)
+    if found is not None:
+        return "number", found
+    found = _negation_conflict(claim, best, alignment)
+    if found is not None:
+        return "negation", found
+    found = _name_conflict(claim, best)
+    return None if found is None else ("name", found)
+
+
+def _about_same(claim: Parsed, alignment: _Alignment) -> bool:
+    """The aligned record is about what the claim is about: it holds the claim's numbers
+    (an order id) or at least half its words."""
+    terms = frozenset().union(*(s.terms for s in alignment.record))
+    numbers = [n for s in alignment.record for n in s.numbers]
+    strict = _strict_numbers(claim)
+    if strict and all(_supported_number(n, numbers) for n in strict):
+        return True
+    return bool(claim.terms) and len(claim.terms & terms) >= ALIGN_FOR_CONFLICT * len(claim.terms)
+
+
+def _states(parsed: Parsed) -> set[tuple[str, str, int]]:
+    """The (group, state, stage) a sentence asserts; negated ones ("has not shipped") assert
+    nothing."""
+    return {
+        entry
+        for word in words(parsed.text)
+        if (entry := STATES.get(word.lower())) is not None and canon(word) not in parsed.negated
+    }
+
+
+def _state_conflict(claim: Parsed, alignment: _Alignment) -> str | None:
+    """A state the record gives otherwise: "has shipped" where the order is "processing"."""
+    said = _states(claim)
+    if not said or not _about_same(claim, alignment):
+        return None
+    held = set().union(*(_states(sentence) for sentence in alignment.record))
+    for group, state, stage in sorted(said):
+        rivals = [(s, n) for g, s, n in held if g == group]
+        if not rivals or any(s == state for s, _ in rivals):
+            continue
+        # A later stage implies the earlier ones: "shipped" is true of a delivered order.
+        if stage < 0 or any(n < 0 for _, n in rivals) or stage > max(n for _, n in rivals):
+            other = max(rivals, key=lambda r: r[1])[0]
+            return f"the claim says '{state}', the context says '{other}'"
+    return None
+
+
+def _missing_record(claim: Parsed, alignment: _Alignment) -> str | None:
+    """A claim of a state ("was delivered") about a thing the record says was not found."""
+    if not _states(claim) or NOT_FOUND.search(claim.text) or claim.negated:
+        return None
+    if not _about_same(claim, alignment):
+        return None
+    for sentence in alignment.record:
+        match = NOT_FOUND.search(sentence.text)
+        if match is not None:
+            return f"the context says '{match.group()}'"
+    return None
 
 
 def _number_conflict(claim: Parsed, alignment: _Alignment, context: _Context) -> str | None:
@@ -406,6 +496,31 @@ def _gap(claim: Parsed, alignment: _Alignment, context: _Context) -> str | None:
         missing = [t for t in claim.seq if t not in known]
         return f"{_surface(claim.text, missing[:4])} not found" if missing else "too little matches"
     return None
+
+
+def _restated(claim: Parsed, alignment: _Alignment) -> bool:
+    """Near-verbatim support: the claim's words in the evidence's order (any order within one
+    JSON record, whose fields have none), its numbers there too, and no negation either side
+    lacks. Words merely found across the context leave relations unchecked ("A beat B")."""
+    best = alignment.best
+    if best is None or not claim.terms:
+        return False
+    record = alignment.record if alignment.place and alignment.place[1] is not None else (best,)
+    if len(record) > 1:
+        if not claim.terms <= alignment.record_terms:
+            return False
+    elif not _in_order(claim.seq, best.seq):
+        return False
+    negated = frozenset().union(*(s.negated for s in record))
+    if negated & claim.terms != claim.negated & claim.terms:
+        return False
+    numbers = [n for s in record for n in s.numbers]
+    return all(_supported_number(n, numbers) for n in _strict_numbers(claim))
+
+
+def _in_order(needle: Sequence[str], haystack: Sequence[str]) -> bool:
+    rest = iter(haystack)
+    return all(word in rest for word in needle)
 
 
 def _known_name(name: str, context: _Context) -> bool:

@@ -131,7 +131,13 @@ class _OneCallSteps(_CommonSteps):
             )
         )
         params.state["verdicts"] = [
-            VerdictItem(claim=item.claim, verdict=item.verdict, reason=item.reason)
+            VerdictItem(
+                claim=item.claim,
+                verdict=item.verdict,
+                reason=item.reason,
+                confidence=item.confidence,
+                decided_by=item.decided_by or params.judge.model_name,
+            )
             for item in reply.claims
         ]
         return self.claims_shape([item.claim for item in reply.claims])
@@ -193,7 +199,12 @@ class _StepwiseSteps(_CommonSteps):
             )
             # The claim text is ours, whatever the judge echoed back.
             verdicts = [
-                item.model_copy(update={"claim": claim})
+                item.model_copy(
+                    update={
+                        "claim": claim,
+                        "decided_by": item.decided_by or params.judge.model_name,
+                    }
+                )
                 for claim, item in zip(claims, reply.verdicts, strict=True)
             ]
         params.state["verdicts"] = verdicts
@@ -218,7 +229,10 @@ class _StepwiseSteps(_CommonSteps):
                     self.mode,
                     params.score,
                     self.options.scale,
-                    [item.model_dump(mode="json") for item in verdicts],
+                    [
+                        item.model_dump(mode="json", include={"claim", "verdict", "reason"})
+                        for item in verdicts
+                    ],
                 ),
                 output_type=prompts.Reason,
                 payload={
@@ -290,7 +304,8 @@ def _as_chunks(raw: object) -> list[str]:
 
 
 def _verdicts_shape(verdicts: Sequence[VerdictItem]) -> dict[str, Any]:
-    return {"verdicts": [item.model_dump(mode="json") for item in verdicts]}
+    # exclude_none: a judge that reports no confidence leaves the seeds' shape unchanged.
+    return {"verdicts": [item.model_dump(mode="json", exclude_none=True) for item in verdicts]}
 
 
 def compose_reason(
