@@ -195,11 +195,15 @@ def _check(claim: str, context: _Context, mode: Mode) -> ClaimCheck:
     conflict = _conflict(parsed, alignment, context)
     if conflict is not None:
         kind, what = conflict
-        sure = DECIDED if kind in _DECISIVE else UNDECIDED
+        sure = DECIDED if kind in _DECISIVE or _invented_name(kind, parsed, context) else UNDECIDED
         return _verdict(claim, "no", f"Contradicts the context: {what}", best, sure)
     gap = _gap(parsed, alignment, context)
     if gap is not None:
-        return _verdict(claim, "unsure", f"Not supported by the context: {gap}", best)
+        # A number the context nowhere holds is a fact it does not give; other gaps are
+        # often paraphrase or words the context implies.
+        unknown = any(not _supported_number(n, context.numbers) for n in _strict_numbers(parsed))
+        sure = DECIDED if unknown else UNDECIDED
+        return _verdict(claim, "unsure", f"Not supported by the context: {gap}", best, sure)
     if _restated(parsed, alignment):
         return _verdict(claim, "yes", "Stated in the context", best, DECIDED)
     return _verdict(claim, "yes", "Supported by the context", best)
@@ -277,8 +281,15 @@ def _speculative(claim: str) -> str | None:
 
 
 # Conflicts with the aligned evidence that a careful reader would call contradictions
-# without doubt; antonym and negation findings depend on word scope and stay undecided.
-_DECISIVE = frozenset({"number", "name", "state", "missing"})
+# without doubt; antonym and negation findings depend on word scope and stay undecided, and
+# a swapped name only decides when the claim's name occurs nowhere in the context (else the
+# claim may take it from another sentence about the same thing).
+_DECISIVE = frozenset({"number", "state", "missing"})
+
+
+def _invented_name(kind: str, claim: Parsed, context: _Context) -> bool:
+    unknown = [n for n in claim.names if not _known_name(n, context)]
+    return kind == "name" and bool(unknown)
 
 
 def _conflict(claim: Parsed, alignment: _Alignment, context: _Context) -> tuple[str, str] | None:
@@ -503,8 +514,10 @@ def _restated(claim: Parsed, alignment: _Alignment) -> bool:
     JSON record, whose fields have none), its numbers there too, and no negation either side
     lacks. Words merely found across the context leave relations unchecked ("A beat B")."""
     best = alignment.best
-    if best is None or not claim.terms:
+    if best is None or not claim.terms or not _statement(claim.text):
         return False
+    if any(n.hedged for n in claim.numbers):
+        return False  # an approximation is a judgement call, not a restatement
     record = alignment.record if alignment.place and alignment.place[1] is not None else (best,)
     if len(record) > 1:
         if not claim.terms <= alignment.record_terms:
@@ -516,6 +529,24 @@ def _restated(claim: Parsed, alignment: _Alignment) -> bool:
         return False
     numbers = [n for s in record for n in s.numbers]
     return all(_supported_number(n, numbers) for n in _strict_numbers(claim))
+
+
+_AUXILIARY_WORDS = (
+    "is are was were be been being has have had does did do will would can could shall "
+    "should may might must"
+)
+_AUXILIARIES = frozenset(_AUXILIARY_WORDS.split())
+
+
+def _statement(text: str) -> bool:
+    """A sentence with a verb, not a bare phrase: "Neil Gaiman." answers a question the
+    judge does not see, so restating the context's words does not make it right."""
+    # Without a tagger: an auxiliary, or a lower-case word after the first ending as a past
+    # or third-person verb does ("shipped", "lends"; plurals pass too, phrases rarely have one).
+    return any(
+        t.lower() in _AUXILIARIES or (i > 0 and t.islower() and t.endswith(("ed", "s")))
+        for i, t in enumerate(words(text))
+    )
 
 
 def _in_order(needle: Sequence[str], haystack: Sequence[str]) -> bool:
