@@ -3,6 +3,7 @@ in one request per run, through the real openai client and a scripted endpoint."
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from typing import Any
@@ -271,3 +272,23 @@ async def test_a_custom_prompt_goes_straight_to_the_llm() -> None:
 def test_bad_options_fail_at_construction(options: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigurationError, match=message):
         CascadeJudge(**options)
+
+
+async def test_a_plain_llm_judge_is_recorded_as_the_decider_without_a_confidence() -> None:
+    reply = {"claims": [{"claim": SURE_ANSWER, "verdict": "yes", "reason": "r"}]}
+    endpoint = ScriptedEndpoint([chat_completion(reply)])
+    llm = OpenAIJudge("judge-llm", client=endpoint.client(max_retries=0))
+    result = await create_faithfulness_scorer(llm, context=CONTEXT).run(run(SURE_ANSWER))
+    [verdict] = result.analyze_step_result["verdicts"]
+    assert verdict["decided_by"] == "judge-llm"
+    assert "confidence" not in verdict
+
+
+def test_confidence_and_decider_are_never_asked_of_an_llm() -> None:
+    from agentscore.judges._structured import strict_schema
+    from agentscore.scorers.prompts import ClaimVerdicts, Verdicts
+
+    for model in (ClaimVerdicts, Verdicts):
+        text = json.dumps(strict_schema(model))
+        assert "confidence" not in text
+        assert "decided_by" not in text
