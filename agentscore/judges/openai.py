@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from agentscore._clients import LoopLocalClient, create_chat_completion, current_loop_token
 from agentscore._redact import redact
+from agentscore.adapters import coerce_messages
 from agentscore.errors import (
     JudgeAuthError,
     JudgeConnectionError,
@@ -27,7 +28,6 @@ from agentscore.errors import (
 from agentscore.judges._cache import ResponseCache, cache_key
 from agentscore.judges._structured import parse_reply, strict_schema
 from agentscore.judges.base import JudgeReply, JudgeRequest, JudgeUsage
-from agentscore.messages import coerce_messages
 from agentscore.telemetry.core import current_telemetry
 from agentscore.telemetry.semconv import INPUT_MESSAGES
 from agentscore.telemetry.spans import chat_span, messages_attribute, record_chat_response

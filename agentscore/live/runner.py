@@ -28,7 +28,7 @@ from agentscore.live._loop import BackgroundLoop, background_loop
 from agentscore.result import ScoreResult, ScoreStatus
 from agentscore.run import ScorerRun
 from agentscore.scorers.base import Scorer
-from agentscore.telemetry.core import Telemetry
+from agentscore.telemetry.core import Telemetry, reset_telemetry, use_telemetry
 from agentscore.telemetry.evaluations import evaluate, record_dropped
 
 __all__ = [
@@ -230,6 +230,15 @@ class Runner:
                     self._idle_condition.notify_all()
 
     async def _deliver(self, job: ScoreJob, result: ScoreResult) -> None:
+        # Sinks that export (PhoenixAnnotations) follow the agent's content switch.
+        token = use_telemetry(job.telemetry) if job.telemetry is not None else None
+        try:
+            await self._deliver_to_sinks(job, result)
+        finally:
+            if token is not None:
+                reset_telemetry(token)
+
+    async def _deliver_to_sinks(self, job: ScoreJob, result: ScoreResult) -> None:
         for sink in (job.on_result, *self._sinks):
             if sink is None:
                 continue

@@ -353,7 +353,7 @@ def compose_reason(
     claims the way the score did."""
     total = len(verdicts)
     if total == 0:
-        return f"The score is {score:g} because the output makes no claims to check."
+        return "Not scored: the output makes no claims to check."
     contradicted = [item for item in verdicts if item.verdict is Verdict.NO]
     unverifiable = [item for item in verdicts if item.verdict is Verdict.UNSURE]
     supported = total - len(contradicted) - len(unverifiable)

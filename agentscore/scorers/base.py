@@ -18,12 +18,18 @@ import structlog
 from pydantic import BaseModel
 
 from agentscore._redact import redact
-from agentscore.errors import ConfigurationError, JudgeError, ScorerTimeoutError
+from agentscore.errors import (
+    ConfigurationError,
+    JudgeError,
+    ScorerTimeoutError,
+    UnreadableMessageError,
+)
 from agentscore.judges.base import Judge, JudgeRequest, JudgeUsage
 from agentscore.judges.resolve import JudgeLike, resolve_judge
 from agentscore.live._loop import background_loop
 from agentscore.result import ScoreError, ScoreResult, ScoreStatus
 from agentscore.run import ScorerRun
+from agentscore.telemetry.core import scoring_scope
 
 __all__ = [
     "DEFAULT_SYSTEM_PROMPT",
@@ -156,6 +162,10 @@ class Scorer:
 
         `timeout` (seconds) tightens the scorer's own budget for this run.
         """
+        with scoring_scope():
+            return await self._run(run, timeout)
+
+    async def _run(self, run: ScorerRun | Mapping[str, Any], timeout: float | None) -> ScoreResult:
         budget = min((t for t in (self.timeout, timeout) if t is not None), default=None)
         try:
             snapshot = run if isinstance(run, ScorerRun) else ScorerRun.model_validate(run)
@@ -164,6 +174,8 @@ class Scorer:
                 ScorerRun(), exc, StepParams(run=ScorerRun(), judge=self.judge)
             )
         params = StepParams(run=snapshot, judge=self.judge)
+        if snapshot.read_error is not None:
+            return self.failed_result(snapshot, UnreadableMessageError(snapshot.read_error), params)
         try:
             if budget is None:
                 return await self._run_steps(params)
