@@ -292,3 +292,15 @@ def test_confidence_and_decider_are_never_asked_of_an_llm() -> None:
         text = json.dumps(strict_schema(model))
         assert "confidence" not in text
         assert "decided_by" not in text
+
+
+def test_local_plus_a_model_name_is_a_cascade_wherever_a_name_is_accepted() -> None:
+    scorer = create_hallucination_scorer("local+gpt-4o-mini", context=CONTEXT)
+    assert isinstance(scorer.judge, CascadeJudge)
+    assert scorer.judge.model_name == "local+gpt-4o-mini"
+    assert scorer.judge.then.model_name == "gpt-4o-mini"
+    # A run the local judge is sure of never reaches the (unconfigured) LLM.
+    result = scorer.run_sync(run(SURE_ANSWER))
+    assert (result.score, result.judge_model) == (0.0, "local+gpt-4o-mini")
+    with pytest.raises(ConfigurationError, match="must not be empty"):
+        create_hallucination_scorer("local+")
