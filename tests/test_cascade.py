@@ -304,3 +304,58 @@ def test_local_plus_a_model_name_is_a_cascade_wherever_a_name_is_accepted() -> N
     assert (result.score, result.judge_model) == (0.0, "local+gpt-4o-mini")
     with pytest.raises(ConfigurationError, match="must not be empty"):
         create_hallucination_scorer("local+")
+
+
+def test_a_live_agent_scores_through_the_cascade_and_counts_on_its_own_meter() -> None:
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    from agentscore import Agent, tool
+    from agentscore.context import run_context
+    from agentscore.evals import Evals
+    from agentscore.live.runner import Runner
+    from agentscore.telemetry import Telemetry
+
+    @tool
+    def lookup_order(order_id: int) -> dict[str, Any]:
+        """Look up an order by its id."""
+        return {"order_id": order_id, "status": "shipped", "shipped_on": "May 2"}
+
+    answers = iter(["Order 42 shipped on May 2.", "Order 42 shipped on May 2 with DHL Express."])
+
+    def model(body: dict[str, Any]) -> ScriptedReply:
+        if body["messages"][-1]["role"] == "tool":
+            return chat_completion(next(answers))
+        return chat_completion(None, tool_calls=[("lookup_order", {"order_id": 42})])
+
+    reader = InMemoryMetricReader()
+    judge = ScriptedEndpoint(answering("no"))
+    agent = Agent(
+        name="support",
+        model="agent-model",
+        tools=[lookup_order],
+        client=ScriptedEndpoint(model).client(max_retries=0),
+        telemetry=Telemetry(meter_provider=MeterProvider(metric_readers=[reader])),
+        evals=Evals(
+            scorers=[create_hallucination_scorer(cascade(judge), get_context=run_context)],
+            runner=Runner(),
+        ),
+    )
+    agent.generate_sync("Where is order 42?")
+    agent.generate_sync("Where is order 42, and who carries it?")
+    assert agent.flush(timeout=30)
+    by_answer = {result.output[-1].content: result for result in agent.scores}
+    sure = by_answer["Order 42 shipped on May 2."]
+    escalated = by_answer["Order 42 shipped on May 2 with DHL Express."]
+    assert (sure.score, sure.judge_usage.calls) == (0.0, 1)
+    assert (escalated.score, escalated.judge_usage.calls) == (1.0, 2)
+    assert len(judge.requests) == 1
+    routes = {
+        dict(point.attributes)["agentscore.cascade.route"]: point.value
+        for resource in reader.get_metrics_data().resource_metrics
+        for scope in resource.scope_metrics
+        for metric in scope.metrics
+        if metric.name == "agentscore.cascade.runs"
+        for point in metric.data.data_points
+    }
+    assert routes == {"local": 1, "escalated": 1}
