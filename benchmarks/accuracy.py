@@ -214,7 +214,8 @@ def best_threshold_accuracy(scores: Sequence[float], gold: Sequence[bool]) -> fl
 
 
 def claims_per_second() -> tuple[float, int]:
-    """Throughput of check_claims on a ~2 KB context, one core, claims from real summaries."""
+    """Throughput of check_claims on a ~2 KB context, one core, claims from real summaries:
+    CPU time, best of five, so other work on a shared machine does not count."""
     doc = next(_jsonl("summedits_eval.jsonl"))
     context = [str(doc["doc"])[:2048]]
     claims: list[str] = []
@@ -222,9 +223,12 @@ def claims_per_second() -> tuple[float, int]:
         claims.extend(split_claims(str(record["summary"])))
         if len(claims) >= 2000:
             break
-    started = time.perf_counter()
-    check_claims(claims, context, mode="hallucination")
-    return len(claims) / (time.perf_counter() - started), len(claims)
+    best = float("inf")
+    for _ in range(5):
+        started = time.process_time()
+        check_claims(claims, context, mode="hallucination")
+        best = min(best, time.process_time() - started)
+    return len(claims) / best, len(claims)
 
 
 def sweep(data: dict[str, list[Item]]) -> tuple[float, float]:
@@ -288,7 +292,8 @@ def main() -> None:
         "bound). saved: LLM requests saved vs the oracle alone (1.0); kept: cascade - oracle."
     )
     print(
-        f"throughput: {rate:,.0f} claims/s ({count} claims, 2 KB context, one core); "
+        f"throughput: {rate:,.0f} claims/s of CPU time ({count} claims, 2 KB context, one "
+        "core); "
         f"benchmark took {time.perf_counter() - started:.0f}s"
     )
 

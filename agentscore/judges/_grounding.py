@@ -16,15 +16,14 @@ from typing import Literal
 
 from agentscore.judges._grounding_lexicon import (
     DETERMINERS,
-    NOT_FOUND,
     SPECULATIVE,
     SPECULATIVE_PHRASES,
-    STATES,
     SUBJECTIVE,
 )
 from agentscore.judges._grounding_numbers import Number
 from agentscore.judges._grounding_parse import CALENDAR_TERMS, Parsed, parse
 from agentscore.judges._grounding_split import MAX_CLAIMS, split_claims
+from agentscore.judges._grounding_states import missing_record, state_conflict, states
 from agentscore.judges._grounding_text import ANTONYMS, canon, context_sentences, words
 
 __all__ = [
@@ -296,12 +295,14 @@ def _conflict(claim: Parsed, alignment: _Alignment, context: _Context) -> tuple[
     best = alignment.best
     if best is None:
         return None
-    missing = _missing_record(claim, alignment)
-    if missing is not None:
-        return "missing", missing
-    state = _state_conflict(claim, alignment)
-    if state is not None:
-        return "state", state
+    # Only a claim that states something's state can conflict with a record's state.
+    if states(claim) and _about_same(claim, alignment):
+        missing = missing_record(claim, alignment.record)
+        if missing is not None:
+            return "missing", missing
+        state = state_conflict(claim, alignment.record)
+        if state is not None:
+            return "state", state
     # A shared neighbour ("thick atmosphere" / "thin atmosphere") ties an antonym to the same
     # thing even when the rest of the claim adds material the context lacks.
     antonym = _antonym_conflict(claim, best, alignment.best_overlap >= ALIGN_FOR_CONFLICT)
@@ -328,46 +329,6 @@ def _about_same(claim: Parsed, alignment: _Alignment) -> bool:
     if strict and all(_supported_number(n, numbers) for n in strict):
         return True
     return bool(claim.terms) and len(claim.terms & terms) >= ALIGN_FOR_CONFLICT * len(claim.terms)
-
-
-def _states(parsed: Parsed) -> set[tuple[str, str, int]]:
-    """The (group, state, stage) a sentence asserts; negated ones ("has not shipped") assert
-    nothing."""
-    return {
-        entry
-        for word in words(parsed.text)
-        if (entry := STATES.get(word.lower())) is not None and canon(word) not in parsed.negated
-    }
-
-
-def _state_conflict(claim: Parsed, alignment: _Alignment) -> str | None:
-    """A state the record gives otherwise: "has shipped" where the order is "processing"."""
-    said = _states(claim)
-    if not said or not _about_same(claim, alignment):
-        return None
-    held = set().union(*(_states(sentence) for sentence in alignment.record))
-    for group, state, stage in sorted(said):
-        rivals = [(s, n) for g, s, n in held if g == group]
-        if not rivals or any(s == state for s, _ in rivals):
-            continue
-        # A later stage implies the earlier ones: "shipped" is true of a delivered order.
-        if stage < 0 or any(n < 0 for _, n in rivals) or stage > max(n for _, n in rivals):
-            other = max(rivals, key=lambda r: r[1])[0]
-            return f"the claim says '{state}', the context says '{other}'"
-    return None
-
-
-def _missing_record(claim: Parsed, alignment: _Alignment) -> str | None:
-    """A claim of a state ("was delivered") about a thing the record says was not found."""
-    if not _states(claim) or NOT_FOUND.search(claim.text) or claim.negated:
-        return None
-    if not _about_same(claim, alignment):
-        return None
-    for sentence in alignment.record:
-        match = NOT_FOUND.search(sentence.text)
-        if match is not None:
-            return f"the context says '{match.group()}'"
-    return None
 
 
 def _number_conflict(claim: Parsed, alignment: _Alignment, context: _Context) -> str | None:
