@@ -158,3 +158,18 @@ def test_a_claimed_state_of_a_thing_the_record_says_is_missing_is_decided_wrong(
     # Saying it was not found agrees with the record.
     if not isinstance(record, str):
         assert check("Ticket 4410 could not be found.", context).verdict != "no"
+
+
+def test_every_record_of_a_long_tool_result_is_held_to_its_own_state() -> None:
+    cycle = ["processing", "shipped", "delivered", "cancelled"]
+    orders = [{"order_id": 5000 + n, "status": cycle[n % 4]} for n in range(48)]
+    context = [json.dumps({"tool": "list_orders", "result": orders}, indent=2)]
+    own = [f"Order {o['order_id']} is {o['status']}." for o in orders]
+    # A state no record of that order gives: the next one in the cycle, or cancelled.
+    wrong = [
+        f"Order {o['order_id']} was {'cancelled' if o['status'] != 'cancelled' else 'delivered'}."
+        for o in orders
+    ]
+    assert [c.verdict for c in check_claims(own, context)] == ["yes"] * len(orders)
+    found = check_claims(wrong, context)
+    assert [(c.verdict, c.confidence) for c in found] == [("no", DECIDED)] * len(orders)
