@@ -118,13 +118,7 @@ class CascadeJudge:
         try:
             first = await self.first.complete(request)
         except Exception as exc:
-            # A crash of the cheap judge must not cost the verdicts: the LLM decides them all.
-            _log.warning("cascade_first_failed", error_type=type(exc).__name__)
-            reply = await self._then(request, _cost(exc), route="first_failed")
-            items = _items(reply.value, field)
-            self._count_claims("escalated", len(items))
-            stamped = [{**item, "decided_by": self.then.model_name} for item in items]
-            return JudgeReply(_rebuild(request, field, stamped), reply.usage)
+            return await self._all_to_then(request, field, exc)
         items = [
             {**item, "decided_by": item.get("decided_by") or self.first.model_name}
             for item in _items(first.value, field)
@@ -136,24 +130,47 @@ class CascadeJudge:
             self._count_run("local")
             self._count_claims("local", len(items))
             return JudgeReply(_rebuild(request, field, items), first.usage)
-        ask = _escalation(request.payload, [items[i]["claim"] for i in chosen])
         try:
-            answer = await self.then.complete(ask)
+            answer = await self.then.complete(
+                _escalation(request.payload, [items[i]["claim"] for i in chosen])
+            )
         except JudgeError as exc:
+            self._count_run("then_failed")
+            spent = first.usage + (exc.usage or JudgeUsage(calls=1))
             if self.on_llm_error == "fail":
-                self._count_run("then_failed")
-                exc.usage = first.usage + (exc.usage or JudgeUsage(calls=1))
+                exc.usage = spent
                 raise
             _log.warning("cascade_then_failed_kept_local", error_type=type(exc).__name__)
-            self._count_run("then_failed")
             self._count_claims("fallback", len(chosen))
             self._count_claims("local", len(items) - len(chosen))
-            return JudgeReply(
-                _rebuild(request, field, items), first.usage + (exc.usage or JudgeUsage(calls=1))
-            )
+            return JudgeReply(_rebuild(request, field, items), spent)
         self._count_run("calibration" if calibrating else "escalated")
+        merged = self._merge(items, sure, chosen, answer.value.verdicts, calibrating)
+        return JudgeReply(_rebuild(request, field, merged), first.usage + answer.usage)
+
+    async def _all_to_then(
+        self, request: JudgeRequest[T], field: str, exc: Exception
+    ) -> JudgeReply[T]:
+        # A crash of the cheap judge must not cost the verdicts: the LLM decides them all.
+        _log.warning("cascade_first_failed", error_type=type(exc).__name__)
+        reply = await self._then(request, _cost(exc), route="first_failed")
+        items = _items(reply.value, field)
+        self._count_claims("escalated", len(items))
+        stamped = [{**item, "decided_by": self.then.model_name} for item in items]
+        return JudgeReply(_rebuild(request, field, stamped), reply.usage)
+
+    def _merge(
+        self,
+        items: list[dict[str, Any]],
+        sure: list[bool],
+        chosen: list[int],
+        verdicts: Sequence[Any],
+        calibrating: bool,
+    ) -> list[dict[str, Any]]:
+        """The LLM's verdicts in place of the chosen local ones; on a calibration run, each
+        decided local verdict is compared with the LLM's first."""
         merged = list(items)
-        for i, verdict in zip(chosen, answer.value.verdicts, strict=True):
+        for i, verdict in zip(chosen, verdicts, strict=True):
             if calibrating and sure[i]:
                 agreed = verdict.verdict == items[i]["verdict"]
                 self._count_claims("calibration", 1, agreement="agree" if agreed else "disagree")
@@ -164,10 +181,9 @@ class CascadeJudge:
                 "confidence": None,
                 "decided_by": self.then.model_name,
             }
-        escalated = sum(1 for i in chosen if not sure[i])
-        self._count_claims("escalated", escalated)
+        self._count_claims("escalated", sum(1 for i in chosen if not sure[i]))
         self._count_claims("local", len(items) - len(chosen))
-        return JudgeReply(_rebuild(request, field, merged), first.usage + answer.usage)
+        return merged
 
     async def _then(
         self, request: JudgeRequest[T], spent: JudgeUsage, route: str | None = None
