@@ -267,6 +267,7 @@ async def test_a_custom_prompt_goes_straight_to_the_llm() -> None:
         ({"then": "gpt-4o-mini", "calibration": 1.5}, "calibration"),
         ({"then": "gpt-4o-mini", "confident_at": -0.1}, "confident_at"),
         ({"then": "gpt-4o-mini", "on_llm_error": "ignore"}, "on_llm_error"),
+        ({"then": "gpt-4o-mini", "escalate": "all"}, "escalate"),
     ],
 )
 def test_bad_options_fail_at_construction(options: dict[str, Any], message: str) -> None:
@@ -359,3 +360,27 @@ def test_a_live_agent_scores_through_the_cascade_and_counts_on_its_own_meter() -
         for point in metric.data.data_points
     }
     assert routes == {"local": 1, "escalated": 1}
+
+
+async def test_escalating_whole_runs_sends_every_claim_once_a_request_is_needed(
+    otel: Otel,
+) -> None:
+    before = cascade_points(otel, "agentscore.cascade.claims")
+    endpoint = ScriptedEndpoint(answering("yes"))
+    judge = cascade(endpoint, escalate="run")
+    scorer = create_hallucination_scorer(judge, context=CONTEXT)
+    result = await scorer.run(run())
+    assert len(endpoint.requests) == 1
+    assert len(claims_in(endpoint.requests[0])) == 3
+    assert {row[2] for row in verdict_rows(result)} == {"judge-llm"}
+    assert result.score == 0.0
+    # The local judge's decided verdicts were checked against the LLM's: one agreed.
+    after = cascade_points(otel, "agentscore.cascade.claims")
+    agree = (
+        ("agentscore.cascade.agreement", "agree"),
+        ("agentscore.cascade.decision", "calibration"),
+    )
+    assert after[agree] - before.get(agree, 0) == 1
+    # A run the local judge is sure of still sends nothing.
+    await scorer.run(run(SURE_ANSWER))
+    assert len(endpoint.requests) == 1

@@ -28,11 +28,13 @@ __all__ = [
     "DECISION",
     "ROUTE",
     "CascadeJudge",
+    "Escalate",
     "OnLLMError",
 ]
 
 T = TypeVar("T", bound=BaseModel)
 OnLLMError = Literal["fail", "local"]
+Escalate = Literal["unsure", "run"]
 
 # The local judge gives its decided cases 0.95 and above, everything else 0.5 or less.
 CONFIDENT_AT = 0.9
@@ -62,6 +64,9 @@ class CascadeJudge:
       claims is counted in the `agentscore.cascade.claims` metric.
     - `on_llm_error`: when `then` fails, "fail" (default) fails the run with `then`'s typed
       error; "local" keeps `first`'s verdicts, unsure ones included.
+    - `escalate`: "unsure" (default) sends only the claims `first` is not sure of; "run"
+      sends every claim of a run that needs the LLM anyway: the same number of requests,
+      more tokens, and `first`'s rare confident errors in those runs are overruled.
 
     When `first` raises, the whole request goes to `then`. Requests that are not claim
     verdicts (custom `JudgePrompt` steps) go to `then` directly.
@@ -75,6 +80,7 @@ class CascadeJudge:
         confident_at: float = CONFIDENT_AT,
         calibration: float = 0.0,
         on_llm_error: OnLLMError = "fail",
+        escalate: Escalate = "unsure",
     ) -> None:
         if then is None or then == "local":
             raise ConfigurationError("a cascade needs an LLM judge as `then` (a model or Judge)")
@@ -86,11 +92,14 @@ class CascadeJudge:
             raise ConfigurationError(
                 f"on_llm_error must be 'fail' or 'local', got {on_llm_error!r}"
             )
+        if escalate not in ("unsure", "run"):
+            raise ConfigurationError(f"escalate must be 'unsure' or 'run', got {escalate!r}")
         self.first: Judge = resolve_judge(first)
         self.then: Judge = resolve_judge(then)
         self.confident_at = confident_at
         self.calibration = calibration
         self.on_llm_error = on_llm_error
+        self.escalate = escalate
 
     @property
     def model_name(self) -> str:
@@ -130,6 +139,8 @@ class CascadeJudge:
             self._count_run("local")
             self._count_claims("local", len(items))
             return JudgeReply(_rebuild(request, field, items), first.usage)
+        if self.escalate == "run":
+            chosen = list(range(len(items)))
         try:
             answer = await self.then.complete(
                 _escalation(request.payload, [items[i]["claim"] for i in chosen])
@@ -167,11 +178,11 @@ class CascadeJudge:
         verdicts: Sequence[Any],
         calibrating: bool,
     ) -> list[dict[str, Any]]:
-        """The LLM's verdicts in place of the chosen local ones; on a calibration run, each
-        decided local verdict is compared with the LLM's first."""
+        """The LLM's verdicts in place of the chosen local ones; each decided local verdict
+        the LLM also judged (a calibration run, or `escalate="run"`) is compared first."""
         merged = list(items)
         for i, verdict in zip(chosen, verdicts, strict=True):
-            if calibrating and sure[i]:
+            if sure[i]:
                 agreed = verdict.verdict == items[i]["verdict"]
                 self._count_claims("calibration", 1, agreement="agree" if agreed else "disagree")
             merged[i] = {
