@@ -349,9 +349,13 @@ def test_fields_of_one_json_record_support_a_claim_in_any_order() -> None:
     assert verdict("Order 1042 was shipped with UPS on 2026-11-18.", context) == "yes"
     # The carrier and the status of another record are not this order's.
     assert verdict("Order 1042 was shipped with FedEx on 2026-11-18.", context) == "unsure"
-    [borrowed] = check_claims(["Order 2001 was shipped with FedEx."], context)
+    [borrowed] = check_claims(["Order 2001 ships with FedEx."], context)
     assert borrowed.verdict == "unsure"
-    assert "shipped: said of another record" in borrowed.reason
+    assert "ships: said of another record" in borrowed.reason
+    # Its own record gives this order another status: a contradiction, not a gap.
+    [other] = check_claims(["Order 2001 was shipped with FedEx."], context)
+    assert other.verdict == "no"
+    assert "'shipped', the context says 'processing'" in other.reason
     assert verdict("Order 2001 is processing with FedEx.", context) == "yes"
     # Words of an enclosing object describe every record inside it.
     wrapped = [json.dumps({"tool": "lookup_orders", "result": orders})]

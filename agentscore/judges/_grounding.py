@@ -23,11 +23,14 @@ from agentscore.judges._grounding_lexicon import (
 from agentscore.judges._grounding_numbers import Number
 from agentscore.judges._grounding_parse import CALENDAR_TERMS, Parsed, parse
 from agentscore.judges._grounding_split import MAX_CLAIMS, split_claims
+from agentscore.judges._grounding_states import missing_record, state_conflict, states
 from agentscore.judges._grounding_text import ANTONYMS, canon, context_sentences, words
 
 __all__ = [
+    "DECIDED",
     "MAX_CLAIMS",
     "SUPPORT_THRESHOLD",
+    "UNDECIDED",
     "ClaimCheck",
     "Mode",
     "Verdict",
@@ -67,6 +70,10 @@ NAME_SWAP_OVERLAP = 0.75
 # Shared words under a negation needed for a flip (2 would spare "not for elderly users"
 # vs "users", but also "never approved by the FDA"; measured, 1 is no worse).
 NEGATION_MIN_WORDS = 1
+# How sure a verdict is. Only the cases listed in docs/local-judge.md ("What it decides
+# alone") get DECIDED; every other verdict is a guess a cascade hands to an LLM judge.
+DECIDED = 0.95
+UNDECIDED = 0.5
 _QUOTE = 160
 _APPROX = 0.1  # relative tolerance when either side hedges ("about 500", "approximately 480")
 
@@ -79,6 +86,7 @@ class ClaimCheck:
     verdict: Verdict
     reason: str
     evidence: str | None
+    confidence: float = UNDECIDED
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +173,7 @@ class _Alignment:
     nearby: frozenset[str]  # terms of the best sentence, the NAME_WINDOW before it, its record
     place: Place | None = None  # where the best sentence comes from
     record_terms: frozenset[str] = frozenset()  # terms of the best sentence's JSON record
+    record: tuple[Parsed, ...] = ()  # the best sentence's JSON record, or the sentence alone
 
 
 def _check(claim: str, context: _Context, mode: Mode) -> ClaimCheck:
@@ -184,17 +193,27 @@ def _check(claim: str, context: _Context, mode: Mode) -> ClaimCheck:
         return _verdict(claim, "unsure", reason, best)
     conflict = _conflict(parsed, alignment, context)
     if conflict is not None:
-        return _verdict(claim, "no", f"Contradicts the context: {conflict}", best)
+        kind, what = conflict
+        sure = DECIDED if kind in _DECISIVE or _invented_name(kind, parsed, context) else UNDECIDED
+        return _verdict(claim, "no", f"Contradicts the context: {what}", best, sure)
     gap = _gap(parsed, alignment, context)
     if gap is not None:
-        return _verdict(claim, "unsure", f"Not supported by the context: {gap}", best)
+        # A number the context nowhere holds is a fact it does not give; other gaps are
+        # often paraphrase or words the context implies.
+        unknown = any(not _supported_number(n, context.numbers) for n in _strict_numbers(parsed))
+        sure = DECIDED if unknown else UNDECIDED
+        return _verdict(claim, "unsure", f"Not supported by the context: {gap}", best, sure)
+    if _restated(parsed, alignment):
+        return _verdict(claim, "yes", "Stated in the context", best, DECIDED)
     return _verdict(claim, "yes", "Supported by the context", best)
 
 
-def _verdict(claim: str, verdict: Verdict, why: str, evidence: Parsed) -> ClaimCheck:
+def _verdict(
+    claim: str, verdict: Verdict, why: str, evidence: Parsed, confidence: float = UNDECIDED
+) -> ClaimCheck:
     quote = evidence.text if len(evidence.text) <= _QUOTE else evidence.text[: _QUOTE - 1] + "…"
     label = "relied on" if verdict != "unsure" else "closest sentence"
-    return ClaimCheck(claim, verdict, f'{why} ({label}: "{quote}").', evidence.text)
+    return ClaimCheck(claim, verdict, f'{why} ({label}: "{quote}").', evidence.text, confidence)
 
 
 def _align(claim: Parsed, context: _Context) -> _Alignment:
@@ -217,7 +236,14 @@ def _align(claim: Parsed, context: _Context) -> _Alignment:
     nearby = frozenset().union(*(context.sentences[i].terms for i in window))
     record = frozenset().union(*(context.sentences[i].terms for i in context.records[at]))
     return _Alignment(
-        best, unmatched, total, _overlap(claim, best), nearby, context.places[at], record
+        best,
+        unmatched,
+        total,
+        _overlap(claim, best),
+        nearby,
+        context.places[at],
+        record,
+        tuple(context.sentences[i] for i in context.records[at]),
     )
 
 
@@ -253,20 +279,56 @@ def _speculative(claim: str) -> str | None:
 # --- contradictions -------------------------------------------------------------------------
 
 
-def _conflict(claim: Parsed, alignment: _Alignment, context: _Context) -> str | None:
+# Conflicts with the aligned evidence that a careful reader would call contradictions
+# without doubt; antonym and negation findings depend on word scope and stay undecided, and
+# a swapped name only decides when the claim's name occurs nowhere in the context (else the
+# claim may take it from another sentence about the same thing).
+_DECISIVE = frozenset({"number", "state", "missing"})
+
+
+def _invented_name(kind: str, claim: Parsed, context: _Context) -> bool:
+    unknown = [n for n in claim.names if not _known_name(n, context)]
+    return kind == "name" and bool(unknown)
+
+
+def _conflict(claim: Parsed, alignment: _Alignment, context: _Context) -> tuple[str, str] | None:
     best = alignment.best
     if best is None:
         return None
+    # Only a claim that states something's state can conflict with a record's state.
+    if states(claim) and _about_same(claim, alignment):
+        missing = missing_record(claim, alignment.record)
+        if missing is not None:
+            return "missing", missing
+        state = state_conflict(claim, alignment.record)
+        if state is not None:
+            return "state", state
     # A shared neighbour ("thick atmosphere" / "thin atmosphere") ties an antonym to the same
     # thing even when the rest of the claim adds material the context lacks.
     antonym = _antonym_conflict(claim, best, alignment.best_overlap >= ALIGN_FOR_CONFLICT)
-    if antonym is not None or alignment.best_overlap < ALIGN_FOR_CONFLICT:
-        return antonym
-    return (
-        _number_conflict(claim, alignment, context)
-        or _negation_conflict(claim, best, alignment)
-        or _name_conflict(claim, best)
-    )
+    if antonym is not None:
+        return "antonym", antonym
+    if alignment.best_overlap < ALIGN_FOR_CONFLICT:
+        return None
+    found = _number_conflict(claim, alignment, context)
+    if found is not None:
+        return "number", found
+    found = _negation_conflict(claim, best, alignment)
+    if found is not None:
+        return "negation", found
+    found = _name_conflict(claim, best)
+    return None if found is None else ("name", found)
+
+
+def _about_same(claim: Parsed, alignment: _Alignment) -> bool:
+    """The aligned record is about what the claim is about: it holds the claim's numbers
+    (an order id) or at least half its words."""
+    terms = frozenset().union(*(s.terms for s in alignment.record))
+    numbers = [n for s in alignment.record for n in s.numbers]
+    strict = _strict_numbers(claim)
+    if strict and all(_supported_number(n, numbers) for n in strict):
+        return True
+    return bool(claim.terms) and len(claim.terms & terms) >= ALIGN_FOR_CONFLICT * len(claim.terms)
 
 
 def _number_conflict(claim: Parsed, alignment: _Alignment, context: _Context) -> str | None:
@@ -406,6 +468,51 @@ def _gap(claim: Parsed, alignment: _Alignment, context: _Context) -> str | None:
         missing = [t for t in claim.seq if t not in known]
         return f"{_surface(claim.text, missing[:4])} not found" if missing else "too little matches"
     return None
+
+
+def _restated(claim: Parsed, alignment: _Alignment) -> bool:
+    """Near-verbatim support: the claim's words in the evidence's order (any order within one
+    JSON record, whose fields have none), its numbers there too, and no negation either side
+    lacks. Words merely found across the context leave relations unchecked ("A beat B")."""
+    best = alignment.best
+    if best is None or not claim.terms or not _statement(claim.text):
+        return False
+    if any(n.hedged for n in claim.numbers):
+        return False  # an approximation is a judgement call, not a restatement
+    record = alignment.record if alignment.place and alignment.place[1] is not None else (best,)
+    if len(record) > 1:
+        if not claim.terms <= alignment.record_terms:
+            return False
+    elif not _in_order(claim.seq, best.seq):
+        return False
+    negated = frozenset().union(*(s.negated for s in record))
+    if negated & claim.terms != claim.negated & claim.terms:
+        return False
+    numbers = [n for s in record for n in s.numbers]
+    return all(_supported_number(n, numbers) for n in _strict_numbers(claim))
+
+
+_AUXILIARY_WORDS = (
+    "is are was were be been being has have had does did do will would can could shall "
+    "should may might must"
+)
+_AUXILIARIES = frozenset(_AUXILIARY_WORDS.split())
+
+
+def _statement(text: str) -> bool:
+    """A sentence with a verb, not a bare phrase: "Neil Gaiman." answers a question the
+    judge does not see, so restating the context's words does not make it right."""
+    # Without a tagger: an auxiliary, or a lower-case word after the first ending as a past
+    # or third-person verb does ("shipped", "lends"; plurals pass too, phrases rarely have one).
+    return any(
+        t.lower() in _AUXILIARIES or (i > 0 and t.islower() and t.endswith(("ed", "s")))
+        for i, t in enumerate(words(text))
+    )
+
+
+def _in_order(needle: Sequence[str], haystack: Sequence[str]) -> bool:
+    rest = iter(haystack)
+    return all(word in rest for word in needle)
 
 
 def _known_name(name: str, context: _Context) -> bool:

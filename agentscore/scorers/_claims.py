@@ -8,6 +8,7 @@ flow instead: extract claims, analyze them, ask for a reason, each its own call.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -42,6 +43,7 @@ class ClaimScorerOptions:
     stepwise: bool
     unsure_counts_as_supported: bool
     scale: float
+    user_facts: bool = True
 
 
 def build_claim_scorer(
@@ -132,7 +134,13 @@ class _OneCallSteps(_CommonSteps):
             )
         )
         params.state["verdicts"] = [
-            VerdictItem(claim=item.claim, verdict=item.verdict, reason=item.reason)
+            VerdictItem(
+                claim=item.claim,
+                verdict=item.verdict,
+                reason=item.reason,
+                confidence=item.confidence,
+                decided_by=item.decided_by or params.judge.model_name,
+            )
             for item in reply.claims
         ]
         return self.claims_shape([item.claim for item in reply.claims])
@@ -196,7 +204,12 @@ class _StepwiseSteps(_CommonSteps):
             )
             # The claim text is ours, whatever the judge echoed back.
             verdicts = [
-                item.model_copy(update={"claim": claim})
+                item.model_copy(
+                    update={
+                        "claim": claim,
+                        "decided_by": item.decided_by or params.judge.model_name,
+                    }
+                )
                 for claim, item in zip(claims, reply.verdicts, strict=True)
             ]
         params.state["verdicts"] = verdicts
@@ -221,7 +234,10 @@ class _StepwiseSteps(_CommonSteps):
                     self.mode,
                     params.score,
                     self.options.scale,
-                    [item.model_dump(mode="json") for item in verdicts],
+                    [
+                        item.model_dump(mode="json", include={"claim", "verdict", "reason"})
+                        for item in verdicts
+                    ],
                 ),
                 output_type=prompts.Reason,
                 payload={
@@ -267,12 +283,44 @@ async def _resolve_context(options: ClaimScorerOptions, params: StepParams, step
     else:
         raw = [format_tool_result(result) for result in extract_tool_results(params.run.output)]
     context = _as_chunks(raw)
+    if options.user_facts:
+        context.extend(chunk for chunk in _user_facts(params) if chunk not in context)
     size = sum(len(chunk) for chunk in context)
     if size > MAX_CONTEXT_CHARS:
         raise InputTooLargeError(
             f"context has {size} characters, more than the {MAX_CONTEXT_CHARS} this scorer judges"
         )
     return context
+
+
+_USER_SAID = "The user said: "
+_SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
+# Sentences starting so ask or request; they state no fact ("Tell me about ...").
+_REQUESTS = (
+    "tell show give list explain describe help find check please can could would will "
+    "what where when who whom whose which why how is are do does did"
+)
+_REQUEST_WORDS = frozenset(_REQUESTS.split())
+
+
+def _user_facts(params: StepParams) -> list[str]:
+    """What the user stated in the run's input, as context: an answer that restates the
+    user's own facts ("your shoes were delivered 45 days ago") is grounded in the
+    conversation, not invented. Questions and requests state nothing and are left out;
+    the label lets a judge read the rest as the user's word rather than as a record."""
+    facts = (_statements(message.content) for message in params.run.input
+             if message.role == "user" and message.content)  # fmt: skip
+    return [_USER_SAID + fact for fact in facts if fact]
+
+
+def _statements(text: str) -> str:
+    kept = []
+    for match in _SENTENCE.finditer(text):
+        sentence = match.group().strip()
+        first = sentence.split(maxsplit=1)[0].lower().strip(",;:") if sentence else ""
+        if first and not sentence.endswith("?") and first not in _REQUEST_WORDS:
+            kept.append(sentence)
+    return " ".join(kept)
 
 
 def _as_chunks(raw: object) -> list[str]:
@@ -292,7 +340,8 @@ def _as_chunks(raw: object) -> list[str]:
 
 
 def _verdicts_shape(verdicts: Sequence[VerdictItem]) -> dict[str, Any]:
-    return {"verdicts": [item.model_dump(mode="json") for item in verdicts]}
+    # exclude_none: a judge that reports no confidence leaves the seeds' shape unchanged.
+    return {"verdicts": [item.model_dump(mode="json", exclude_none=True) for item in verdicts]}
 
 
 def compose_reason(

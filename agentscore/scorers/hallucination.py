@@ -28,6 +28,7 @@ def create_hallucination_scorer(
     verbose: bool = False,
     stepwise: bool = False,
     unsure_counts_as_supported: bool = False,
+    user_facts: bool = True,
     timeout: float | None = None,
     id: str = "hallucination",
 ) -> Scorer:
@@ -36,7 +37,8 @@ def create_hallucination_scorer(
     A claim is hallucinated when it contradicts the context or is not supported by it;
     subjective claims count unless supported; speculation about facts in the context and
     approximations are allowed. An output with no claims scores 0 ("no_claims"). Context:
-    `get_context(params)` if given, else `context`, else the run's tool results. `threshold`
+    `get_context(params)` if given, else `context`, else the run's tool results; with
+    `user_facts` (default True) the user's own messages too. `threshold`
     is in fractions of `scale`; a run passes at or below it.
     """
     return build_claim_scorer(
@@ -47,6 +49,7 @@ def create_hallucination_scorer(
             stepwise=stepwise,
             unsure_counts_as_supported=unsure_counts_as_supported,
             scale=scale,
+            user_facts=user_facts,
         ),
         id=id,
         description="Share of the output's claims not grounded in the context (lower is better).",

@@ -36,6 +36,8 @@ def _capture_from_env() -> bool:
 class _Instruments:
     scores: Histogram
     runs: Counter
+    cascade_runs: Counter
+    cascade_claims: Counter
 
 
 @dataclass(slots=True)
@@ -77,6 +79,16 @@ class Telemetry:
                     "agentscore.evaluation.runs",
                     unit="{run}",
                     description="Sampled scorer runs by outcome: scored, failed or dropped",
+                ),
+                cascade_runs=meter.create_counter(
+                    "agentscore.cascade.runs",
+                    unit="{run}",
+                    description="Runs a cascade judge answered, by route (local, escalated, ...)",
+                ),
+                cascade_claims=meter.create_counter(
+                    "agentscore.cascade.claims",
+                    unit="{claim}",
+                    description="Claims a cascade judge decided, by who decided them",
                 ),
             )
         return self._instruments
