@@ -14,6 +14,7 @@ from agentscore.judges._grounding import (
     check_claims,
     split_claims,
 )
+from agentscore.judges._grounding_json import MAX_PATH_KEYS, context_sentences
 
 
 def verdicts(output: str, context: list[str], mode: Mode = "faithfulness") -> list[str]:
@@ -421,3 +422,47 @@ def test_json_key_supports_its_value() -> None:
 
 def test_a_different_number_for_the_same_quantity_is_still_no() -> None:
     assert verdict("Express shipping costs $25.", [SHIPPING]) == "no"
+
+
+# --- size and shape of a JSON tool result: linear, never a crash -----------------------------
+
+
+def test_a_flat_json_list_of_100000_numbers_is_judged() -> None:
+    # One record of 100,000 leaves: a per-leaf copy of the record was quadratic (3 GB at 20k).
+    readings = json.dumps({"readings": [0] * 99_999 + [42]})
+    found = check_claims(["The readings include 42.", "The readings include 77."], [readings])
+    assert [c.verdict for c in found] == ["yes", "no"]
+    assert found[0].evidence == "readings 42"
+
+
+@pytest.mark.parametrize("opening", ["[", '{"order": '])
+def test_json_nested_10000_deep_is_read_as_text(opening: str) -> None:
+    # Deeper than the JSON parser goes: the item is judged as text, not a RecursionError.
+    closing = "]" if opening == "[" else "}"
+    deep = opening * 10_000 + '"Order 1042 shipped on 2026-11-18."' + closing * 10_000
+    found = check_claims(["Order 1042 shipped on 2026-11-18.", "Order 2001 shipped."], [deep])
+    assert [c.verdict for c in found] == ["yes", "no"]
+
+
+def test_json_nested_900_deep_is_walked_without_recursion() -> None:
+    # Parsable, but deeper than Python's recursion limit allows a recursive walk.
+    deep = '{"order": ' * 900 + '{"order_id": 1042, "status": "shipped"}' + "}" * 900
+    lines = [line for line, _ in context_sentences(deep)]
+    # A line keeps the outermost and the nearest keys, so it does not grow with the depth.
+    assert lines == [
+        " ".join(["order"] * MAX_PATH_KEYS) + " id 1042",
+        " ".join(["order"] * (MAX_PATH_KEYS - 1)) + " status shipped",
+    ]
+    wrapped = context_sentences(json.dumps({"result": json.loads(deep)}))
+    assert [line.split()[0] for line, _ in wrapped] == ["result", "result"]
+    found = check_claims(["Order 1042 shipped.", "Order 2001 shipped."], [deep])
+    assert [c.verdict for c in found] == ["yes", "unsure"]
+
+
+def test_records_keep_their_nesting_in_a_deep_list_of_records() -> None:
+    orders = [{"order_id": 1000 + n, "status": "processing"} for n in range(2_000)]
+    orders[7] = {"order_id": 1007, "status": "shipped", "carrier": "UPS"}
+    context = [json.dumps({"tool": "lookup_orders", "result": {"orders": orders}})]
+    found = check_claims(["Order 1007 shipped with UPS.", "Order 1008 shipped with UPS."], context)
+    assert [c.verdict for c in found] == ["yes", "unsure"]
+    assert "said of another record" in found[1].reason

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from agentscore.judges._grounding_json import Record, context_sentences, related
 from agentscore.judges._grounding_lexicon import (
     DETERMINERS,
     SPECULATIVE,
@@ -23,7 +24,7 @@ from agentscore.judges._grounding_lexicon import (
 from agentscore.judges._grounding_numbers import Number
 from agentscore.judges._grounding_parse import CALENDAR_TERMS, Parsed, parse
 from agentscore.judges._grounding_split import MAX_CLAIMS, split_claims
-from agentscore.judges._grounding_text import ANTONYMS, canon, context_sentences, words
+from agentscore.judges._grounding_text import ANTONYMS, canon, words
 
 __all__ = [
     "MAX_CLAIMS",
@@ -38,7 +39,7 @@ __all__ = [
 Verdict = Literal["yes", "no", "unsure"]
 Mode = Literal["faithfulness", "hallucination"]
 # Where a context sentence comes from: its context item, and its JSON record (None in prose).
-Place = tuple[int, tuple[int, ...] | None]
+Place = tuple[int, Record | None]
 
 # "yes" needs this share of a claim's content words beyond its first STRICT_WORDS (numbers
 # weigh NUMBER_WEIGHT words) to occur in the context: a claim may leave at most
@@ -85,7 +86,7 @@ class ClaimCheck:
 class _Context:
     sentences: tuple[Parsed, ...]
     places: tuple[Place, ...]
-    records: tuple[tuple[int, ...], ...]  # per sentence: the sentences of its JSON record
+    record_terms: tuple[frozenset[str], ...]  # per sentence: the terms of its JSON record
     index: dict[str, tuple[int, ...]]
     idf: dict[str, float]
     vocabulary: frozenset[str]
@@ -110,8 +111,11 @@ def check_claims(
 
 
 def _prepare(context: Sequence[str]) -> _Context:
+    # Lines repeat in JSON tool results ("orders status shipped" once per order): parse each
+    # distinct one once.
+    seen: dict[str, Parsed] = {}
     parsed = (
-        (parse(sentence), (n, record))
+        (seen.get(sentence) or seen.setdefault(sentence, parse(sentence)), (n, record))
         for n, item in enumerate(context)
         for sentence, record in context_sentences(item if isinstance(item, str) else str(item))
     )
@@ -119,11 +123,14 @@ def _prepare(context: Sequence[str]) -> _Context:
     kept = [(s, place) for s, place in parsed if not s.question]
     sentences = tuple(s for s, _ in kept)
     places = tuple(place for _, place in kept)
-    members: dict[Place, list[int]] = {}
-    for i, place in enumerate(places):
+    # One set per record, shared by its sentences: a copy each would be quadratic in the
+    # size of a large record (a list of 100,000 numbers is one record).
+    members: dict[Place, set[str]] = {}
+    for sentence, place in kept:
         if place[1] is not None:
-            members.setdefault(place, []).append(i)
-    records = tuple(tuple(members[p]) if p[1] is not None else (i,) for i, p in enumerate(places))
+            members.setdefault(place, set()).update(sentence.terms)
+    shared = {place: frozenset(terms) for place, terms in members.items()}
+    record_terms = tuple(shared[place] if place[1] is not None else s.terms for s, place in kept)
     postings: dict[str, list[int]] = {}
     for i, sentence in enumerate(sentences):
         for term in sentence.terms:
@@ -140,7 +147,7 @@ def _prepare(context: Sequence[str]) -> _Context:
     return _Context(
         sentences,
         places,
-        records,
+        record_terms,
         index,
         idf,
         frozenset(postings),
@@ -213,9 +220,9 @@ def _align(claim: Parsed, context: _Context) -> _Alignment:
     best = context.sentences[at]
     unmatched, total = _unmatched(claim, context)
     # The fields of one JSON record are all about the same thing, in any order.
-    window = {*range(max(0, at - NAME_WINDOW), at + 1), *context.records[at]}
-    nearby = frozenset().union(*(context.sentences[i].terms for i in window))
-    record = frozenset().union(*(context.sentences[i].terms for i in context.records[at]))
+    record = context.record_terms[at]
+    window = range(max(0, at - NAME_WINDOW), at + 1)
+    nearby = record.union(*(context.sentences[i].terms for i in window))
     return _Alignment(
         best, unmatched, total, _overlap(claim, best), nearby, context.places[at], record
     )
@@ -435,8 +442,7 @@ def _unrelated(place: Place, other: Place) -> bool:
     other_item, other_record = other
     if other_item != item or record is None or other_record is None:
         return False
-    shorter = min(len(record), len(other_record))
-    return record[:shorter] != other_record[:shorter]
+    return not related(record, other_record)
 
 
 def _surface(text: str, stems: Sequence[str], joiner: str = ", ") -> str:
