@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentscore._options import check_number
 from agentscore.errors import ConfigurationError
 from agentscore.live.runner import Runner, ScoreSink
 from agentscore.run import ScorerRun
@@ -98,5 +99,4 @@ def sampled_entries(
 
 
 def _check_rate(rate: float) -> None:
-    if not 0.0 <= rate <= 1.0:
-        raise ConfigurationError(f"sampling must lie in [0, 1], got {rate!r}")
+    check_number("sampling", rate, low=0.0, high=1.0)

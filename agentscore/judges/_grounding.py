@@ -86,6 +86,7 @@ class ClaimCheck:
 class _Context:
     sentences: tuple[Parsed, ...]
     places: tuple[Place, ...]
+    records: tuple[tuple[int, ...], ...]  # per sentence: the sentences of its JSON record
     record_terms: tuple[frozenset[str], ...]  # per sentence: the terms of its JSON record
     index: dict[str, tuple[int, ...]]
     idf: dict[str, float]
@@ -123,14 +124,18 @@ def _prepare(context: Sequence[str]) -> _Context:
     kept = [(s, place) for s, place in parsed if not s.question]
     sentences = tuple(s for s, _ in kept)
     places = tuple(place for _, place in kept)
-    # One set per record, shared by its sentences: a copy each would be quadratic in the
-    # size of a large record (a list of 100,000 numbers is one record).
-    members: dict[Place, set[str]] = {}
-    for sentence, place in kept:
+    # One tuple and one set per record, shared by its sentences: a copy each would be
+    # quadratic in the size of a large record (a list of 100,000 numbers is one record).
+    members: dict[Place, list[int]] = {}
+    for i, place in enumerate(places):
         if place[1] is not None:
-            members.setdefault(place, set()).update(sentence.terms)
-    shared = {place: frozenset(terms) for place, terms in members.items()}
-    record_terms = tuple(shared[place] if place[1] is not None else s.terms for s, place in kept)
+            members.setdefault(place, []).append(i)
+    shared = {place: tuple(ids) for place, ids in members.items()}
+    terms = {p: frozenset().union(*(sentences[i].terms for i in ids)) for p, ids in shared.items()}
+    records = tuple(shared[p] if p[1] is not None else (i,) for i, p in enumerate(places))
+    record_terms = tuple(
+        terms[p] if p[1] is not None else sentences[i].terms for i, p in enumerate(places)
+    )
     postings: dict[str, list[int]] = {}
     for i, sentence in enumerate(sentences):
         for term in sentence.terms:
@@ -147,6 +152,7 @@ def _prepare(context: Sequence[str]) -> _Context:
     return _Context(
         sentences,
         places,
+        records,
         record_terms,
         index,
         idf,
