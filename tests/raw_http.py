@@ -31,6 +31,8 @@ def raw_http_server(script: list[RawReply]) -> Iterator[RawServer]:
     lock = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive, as real endpoints: clients pool connections
+
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
             with lock:
