@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import time
 
 import pytest
@@ -11,10 +12,13 @@ from agentscore.judges._grounding import (
     MAX_CLAIMS,
     ClaimCheck,
     Mode,
+    _same_number,
     check_claims,
     split_claims,
 )
 from agentscore.judges._grounding_json import MAX_PATH_KEYS, context_sentences
+from agentscore.judges._grounding_numbers import extract_numbers
+from agentscore.judges._grounding_numindex import NumberIndex
 
 
 def verdicts(output: str, context: list[str], mode: Mode = "faithfulness") -> list[str]:
@@ -466,3 +470,29 @@ def test_records_keep_their_nesting_in_a_deep_list_of_records() -> None:
     found = check_claims(["Order 1007 shipped with UPS.", "Order 1008 shipped with UPS."], context)
     assert [c.verdict for c in found] == ["yes", "unsure"]
     assert "said of another record" in found[1].reason
+
+
+def test_the_number_index_finds_every_number_the_engine_would_match() -> None:
+    # The index only narrows the candidates; against a full pass over the context's numbers
+    # it must never miss one, for money, hedges, decimals, ranges, years and dates.
+    rng = random.Random(11)
+    words = ["about", "", "", "$", "in", "on"]
+    units = ["", "%", " million", "k", " days", "th"]
+
+    def mention() -> str:
+        value = rng.choice(
+            [rng.randint(0, 3000), rng.randint(0, 6), round(rng.uniform(0, 9), rng.randint(1, 2))]
+        )
+        if rng.random() < 0.15:
+            return f"{rng.choice(['May', 'June'])} {rng.randint(1, 28)}, {rng.randint(1990, 2030)}"
+        if rng.random() < 0.15:
+            return f"{value}-{rng.randint(0, 3000)}"
+        return f"{rng.choice(words)} {value}{rng.choice(units)}"
+
+    for _ in range(300):
+        context_numbers = [n for _ in range(20) for n in extract_numbers(f"x {mention()} y")]
+        index = NumberIndex([(n, 0) for n in context_numbers])
+        for claim in extract_numbers(f"It was {mention()} and {mention()}."):
+            expected = [n for n in context_numbers if _same_number(claim, n)]
+            found = [n for n, _ in index.candidates(claim) if _same_number(claim, n)]
+            assert set(found) == set(expected), (claim, expected)
