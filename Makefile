@@ -36,6 +36,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/overhead.py
 	$(BIN)/python benchmarks/throughput.py
 	$(BIN)/python benchmarks/accuracy.py
+	$(BIN)/python benchmarks/soak.py
 
 bench-peers: $(STAMP)
 	$(BIN)/python benchmarks/peers.py

@@ -5,12 +5,18 @@ and the result lands on the generation's OpenTelemetry trace.
 """
 
 from agentscore.agent import Agent, AgentResult
-from agentscore.errors import AgentScoreError, JudgeError, JudgeOutputError
+from agentscore.errors import (
+    AgentScoreError,
+    JudgeError,
+    JudgeOutputError,
+    UnreadableMessageError,
+)
 from agentscore.evals import Evals, SampledScorer
 from agentscore.live.runner import Runner, RunnerStats, default_runner
 from agentscore.messages import Message, ToolCall
 from agentscore.result import ScoreResult, ScoreStatus
 from agentscore.run import ScorerRun
+from agentscore.spans import ScoringSpanProcessor
 from agentscore.telemetry import Telemetry
 from agentscore.telemetry.setup import TelemetrySetup, setup_telemetry
 from agentscore.tools import Tool, tool
@@ -29,10 +35,12 @@ __all__ = [
     "ScoreResult",
     "ScoreStatus",
     "ScorerRun",
+    "ScoringSpanProcessor",
     "Telemetry",
     "TelemetrySetup",
     "Tool",
     "ToolCall",
+    "UnreadableMessageError",
     "default_runner",
     "setup_telemetry",
     "tool",

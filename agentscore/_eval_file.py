@@ -5,19 +5,25 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 import time
+from collections import Counter
 from collections.abc import Mapping
-from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
 from agentscore._table import render_table
-from agentscore.batch import EvalItemResult, run_evals_sync
+from agentscore.adapters import coerce_messages
+from agentscore.batch import EvalItemResult, run_evals_sync, split_messages
 from agentscore.context import run_context
 from agentscore.judges.resolve import resolve_judge
-from agentscore.messages import coerce_messages
-from agentscore.scorers import create_faithfulness_scorer, create_hallucination_scorer
+from agentscore.scorers import (
+    create_faithfulness_scorer,
+    create_hallucination_scorer,
+    faithfulness,
+    hallucination,
+)
 from agentscore.scorers.base import Scorer
 
 __all__ = ["EvalOptions", "run_eval_file"]
@@ -25,6 +31,10 @@ __all__ = ["EvalOptions", "run_eval_file"]
 _SCORERS = {
     "faithfulness": create_faithfulness_scorer,
     "hallucination": create_hallucination_scorer,
+}
+_DEFAULT_THRESHOLDS = {
+    "faithfulness": faithfulness.DEFAULT_THRESHOLD,
+    "hallucination": hallucination.DEFAULT_THRESHOLD,
 }
 _UNREACHABLE = {"JudgeConnectionError", "JudgeAuthError", "JudgeTimeoutError"}
 
@@ -37,44 +47,65 @@ class EvalOptions:
     concurrency: int = 8
     out: str | None = None
     fail_under: float | None = None
-    threshold: float = 0.5
+    # Per scorer; a scorer not named keeps its factory's default.
+    thresholds: Mapping[str, float] = field(default_factory=dict)
+    max_skip_rate: float = 0.1
 
 
 def run_eval_file(options: EvalOptions) -> int:
-    """Exit status: 0 ok, 1 below --fail-under, 2 unusable arguments or input."""
+    """Exit status: 0 ok, 1 below --fail-under, 2 unusable arguments, input or judge,
+    130 interrupted."""
     problem = _check_options(options)
     if problem:
         print(f"agentscore eval: {problem}", file=sys.stderr)
         return 2
-    items, malformed = _read_items(Path(options.data))
+    items, malformed, duplicates = _read_items(Path(options.data))
     for line, reason in malformed:
         print(f"agentscore eval: {options.data}:{line}: skipped: {reason}", file=sys.stderr)
+    for line, reason in duplicates:
+        print(f"agentscore eval: {options.data}:{line}: {reason}", file=sys.stderr)
+    problem = _check_input(options, len(items), len(malformed))
+    if problem:
+        print(f"agentscore eval: {problem}", file=sys.stderr)
+        return 2
     if options.out:
         _drop_partial_last_line(Path(options.out))
     done = _done_ids(Path(options.out)) if options.out else set()
     todo = [item for item in items if item["id"] not in done]
-    if done:
+    if len(todo) < len(items):
         print(f"resuming: {len(items) - len(todo)} records already scored in {options.out}")
 
     judge = resolve_judge(options.judge)
     scorers = [
-        _SCORERS[name](judge, get_context=run_context, threshold=options.threshold)
+        _SCORERS[name](
+            judge,
+            get_context=run_context,
+            threshold=options.thresholds.get(name, _DEFAULT_THRESHOLDS[name]),
+        )
         for name in options.scorers
     ]
     progress = _Progress(len(todo))
-    with ExitStack() as stack:
-        out = (
-            stack.enter_context(Path(options.out).open("a", encoding="utf-8"))
-            if options.out
-            else None
-        )
-        stack.callback(progress.close)
+    output = _Output(Path(options.out) if options.out else None)
+    try:
         run_evals_sync(
             todo,
             scorers,
             concurrency=options.concurrency,
-            on_item_complete=lambda result: _record(result, todo, out, progress),
+            on_item_complete=lambda result: _record(result, todo, output, progress),
         )
+    except KeyboardInterrupt:
+        output.close()
+        progress.close()
+        hint = (
+            f"{len(progress.rows)} of {len(todo)} records scored and saved in {options.out}; "
+            "run the same command again to resume"
+            if options.out
+            else "nothing was saved; add --out FILE to make a run resumable"
+        )
+        print(f"\nagentscore eval: interrupted: {hint}", file=sys.stderr)
+        return 130
+    output.close()
+    progress.close()
 
     rows = _all_rows(Path(options.out)) if options.out else progress.rows
     summary = _summarize(rows, scorers)
@@ -85,13 +116,19 @@ def run_eval_file(options: EvalOptions) -> int:
             "check OPENAI_BASE_URL / OPENAI_API_KEY, or use --judge local",
             file=sys.stderr,
         )
-    if options.fail_under is not None and any(
-        rate is None or rate < options.fail_under for rate in summary.pass_rates.values()
-    ):
-        print(
-            f"agentscore eval: pass rate below --fail-under {options.fail_under}", file=sys.stderr
-        )
-        return 1
+        return 2
+    if options.fail_under is not None:
+        below = [
+            f"{scorer_id} pass rate {'-' if rate is None else f'{rate:.1%}'}"
+            for scorer_id, rate in summary.pass_rates.items()
+            if rate is None or rate < options.fail_under
+        ]
+        if below:
+            print(
+                f"agentscore eval: {', '.join(below)} below --fail-under {options.fail_under:.1%}",
+                file=sys.stderr,
+            )
+            return 1
     return 0
 
 
@@ -99,12 +136,22 @@ def _check_options(options: EvalOptions) -> str | None:
     unknown = [name for name in options.scorers if name not in _SCORERS]
     if unknown or not options.scorers:
         return f"unknown scorer(s) {unknown}; choose from {sorted(_SCORERS)}"
-    if not Path(options.data).is_file():
+    path = Path(options.data)
+    if path.is_dir():
+        return f"cannot read {options.data!r}: it is a directory; give a JSONL file"
+    if not path.is_file():
         return f"cannot read {options.data!r}: no such file"
     if options.concurrency < 1:
         return "--concurrency must be at least 1"
-    if not 0 <= options.threshold <= 1:
-        return "--threshold must lie in [0, 1]"
+    for name, value in options.thresholds.items():
+        if name not in _SCORERS:
+            return f"--threshold names an unknown scorer {name!r}; choose from {sorted(_SCORERS)}"
+        if not 0 <= value <= 1:
+            return f"--threshold {name}={value:g} must lie in [0, 1]"
+    if options.fail_under is not None and not 0 <= options.fail_under <= 1:
+        return f"--fail-under {options.fail_under:g} must lie in [0, 1] (a pass rate)"
+    if not 0 <= options.max_skip_rate <= 1:
+        return f"--max-skip-rate {options.max_skip_rate:g} must lie in [0, 1]"
     if options.judge != "local" and not (
         os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL")
     ):
@@ -115,20 +162,60 @@ def _check_options(options: EvalOptions) -> str | None:
     return None
 
 
-def _read_items(path: Path) -> tuple[list[dict[str, Any]], list[tuple[int, str]]]:
+def _check_input(options: EvalOptions, readable: int, skipped: int) -> str | None:
+    if not readable:
+        found = f"{skipped} lines skipped" if skipped else "the file is empty"
+        return (
+            f"no readable records in {options.data!r} ({found}); expected JSONL: one JSON "
+            "object per line with input and output, or messages"
+        )
+    rate = skipped / (readable + skipped)
+    if rate > options.max_skip_rate:
+        return (
+            f"{skipped} of {readable + skipped} records skipped ({rate:.0%}), more than "
+            f"--max-skip-rate {options.max_skip_rate:.0%}"
+        )
+    return None
+
+
+def _read_items(
+    path: Path,
+) -> tuple[list[dict[str, Any]], list[tuple[int, str]], list[tuple[int, str]]]:
+    """The records, the lines skipped and why, and the duplicate ids. A repeated id gets a
+    suffix (`a#2`) so that each record keeps its own line in the results and a resume knows
+    which of them are done."""
     items: list[dict[str, Any]] = []
     malformed: list[tuple[int, str]] = []
+    duplicates: list[tuple[int, str]] = []
+    first_line: dict[str, int] = {}
+    seen: Counter[str] = Counter()
     with path.open(encoding="utf-8", errors="replace") as lines:
         for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
             try:
-                items.append(_item(json.loads(line), number))
+                item = _item(json.loads(line), number)
             except json.JSONDecodeError as exc:
                 malformed.append((number, f"not valid JSON ({exc.msg})"))
+                continue
             except (TypeError, ValueError) as exc:
                 malformed.append((number, str(exc)))
-    return items, malformed
+                continue
+            record_id = item["id"]
+            seen[record_id] += 1
+            if seen[record_id] == 1:
+                first_line[record_id] = number
+            else:
+                item["id"] = f"{record_id}#{seen[record_id]}"
+                duplicates.append(
+                    (
+                        number,
+                        f"duplicate id {record_id!r} (first on line {first_line[record_id]}); "
+                        f"recorded as {item['id']!r}",
+                    )
+                )
+            items.append(item)
+    return items, malformed, duplicates
 
 
 def _item(record: object, line: int) -> dict[str, Any]:
@@ -136,12 +223,7 @@ def _item(record: object, line: int) -> dict[str, Any]:
     last user message into input and output."""
     if not isinstance(record, Mapping):
         raise ValueError("a record must be a JSON object")
-    if "messages" in record:
-        messages = coerce_messages(record["messages"])
-        last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
-        if last_user < 0:
-            raise ValueError("'messages' has no user message")
-        record = {**record, "input": messages[: last_user + 1], "output": messages[last_user + 1 :]}
+    record = split_messages(record)
     if "input" not in record or "output" not in record:
         raise ValueError("a record needs 'input' and 'output' (or 'messages')")
     context = record.get("context")
@@ -183,7 +265,7 @@ def _all_rows(path: Path) -> list[dict[str, Any]]:
 
 
 def _record(
-    result: EvalItemResult, items: list[dict[str, Any]], out: TextIO | None, progress: _Progress
+    result: EvalItemResult, items: list[dict[str, Any]], output: _Output, progress: _Progress
 ) -> None:
     row = {
         "id": items[result.index]["id"],
@@ -201,10 +283,33 @@ def _record(
             for scorer_id, score in result.scorer_results.items()
         },
     }
-    if out is not None:
-        out.write(json.dumps(row, ensure_ascii=False) + "\n")
-        out.flush()
-    progress.advance(row)
+    if output.write(row):
+        progress.advance(row)
+
+
+class _Output:
+    """The results file. After an interruption the scoring thread may still finish items; a
+    closed output ignores them, so the file only holds whole lines."""
+
+    def __init__(self, path: Path | None) -> None:
+        self._lock = threading.Lock()
+        self._file: TextIO | None = path.open("a", encoding="utf-8") if path else None
+        self._closed = False
+
+    def write(self, row: dict[str, Any]) -> bool:
+        with self._lock:
+            if self._closed:
+                return False
+            if self._file is not None:
+                self._file.write(json.dumps(row, ensure_ascii=False) + "\n")
+                self._file.flush()
+            return True
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            if self._file is not None:
+                self._file.close()
 
 
 @dataclass(slots=True)
@@ -215,14 +320,19 @@ class _Summary:
 
 
 def _summarize(rows: list[dict[str, Any]], scorers: list[Scorer]) -> _Summary:
+    """Like `batch.summarize`: a record that errored before scoring counts as failed for
+    every scorer, and failures count against the pass rate."""
     table, rates, error_types = [], {}, []
+    item_errors = sum(1 for row in rows if row.get("error"))
     for scorer in scorers:
         entries = [row["scores"][scorer.id] for row in rows if scorer.id in row.get("scores", {})]
         scores = [e["score"] for e in entries if e.get("status") == "scored"]
         verdicts = [bool(e["passed"]) for e in entries if e.get("passed") is not None]
         failures = [e for e in entries if e.get("status") == "failed"]
         error_types += [(e.get("error") or {}).get("type", "") for e in failures]
-        rate = sum(verdicts) / len(verdicts) if verdicts else None
+        failed = len(failures) + item_errors
+        judged = len(verdicts) + failed
+        rate = sum(verdicts) / judged if judged else None
         rates[scorer.id] = rate
         table.append(
             [
@@ -230,7 +340,7 @@ def _summarize(rows: list[dict[str, Any]], scorers: list[Scorer]) -> _Summary:
                 f"{sum(scores) / len(scores):.3f}" if scores else "-",
                 f"{rate:.1%}" if rate is not None else "-",
                 str(len(scores)),
-                str(len(failures)),
+                str(failed),
             ]
         )
     total = sum(len(row.get("scores", {})) for row in rows)

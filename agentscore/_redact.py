@@ -1,30 +1,76 @@
-"""Scrub secrets from text before it reaches a span, a log line or an error message."""
+"""Scrub secrets from text before it reaches a span, a log line, a result or an error message.
+
+Patterns alone miss keys of unknown shape (`gsk_...`, a proxy's token), so the keys the
+process knows are removed verbatim first: those passed to judges and agents
+(`register_secret`) and the values of credential-named environment variables, read at
+redaction time so a key set late is still covered.
+"""
 
 from __future__ import annotations
 
+import os
 import re
+import threading
 
-__all__ = ["redact"]
+__all__ = ["known_secrets", "redact", "register_secret"]
 
-# Shapes of common API credentials: OpenAI/Anthropic style keys, bearer tokens, key=value pairs.
+_REPLACEMENT = "[REDACTED]"
+# Shorter values ("1", "true") would blank out ordinary words and numbers.
+_MIN_SECRET_LENGTH = 8
+_SECRET_ENV = re.compile(
+    r"(?i)(?:_API_KEY|_TOKEN|_SECRET|_SECRET_KEY|^OTEL_EXPORTER_OTLP(?:_\w+)?_HEADERS)$"
+)
+# Shapes of common API credentials: OpenAI/Anthropic style keys, bearer tokens, key=value
+# pairs. Base64 keys carry `/`, `+` and `=`; a token class without them stops halfway.
+_TOKEN = r"[A-Za-z0-9_\-/+=.~]"
 _SECRET_PATTERNS = (
-    re.compile(r"\b(?:sk|pk|rk)-[A-Za-z0-9_\-]{8,}"),
-    re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._\-]{8,}"),
-    re.compile(
-        r"(?i)\b(api[_-]?key|authorization|token|secret)([\"']?\s*[:=]\s*[\"']?)[^\s\"',}]{6,}"
+    (re.compile(rf"\b(?:sk|pk|rk|gsk|xai)[-_]{_TOKEN}{{8,}}"), _REPLACEMENT),
+    (re.compile(rf"(?i)\bbearer\s+{_TOKEN}{{8,}}"), "Bearer " + _REPLACEMENT),
+    (
+        re.compile(
+            r"(?i)\b(api[_-]?key|authorization|token|secret)([\"']?\s*[:=]\s*[\"']?)"
+            r"[^\s\"',}]{6,}"
+        ),
+        r"\1\2" + _REPLACEMENT,
     ),
 )
 _MAX_LENGTH = 2000
 
+_registered: set[str] = set()
+_lock = threading.Lock()
+
+
+def register_secret(secret: str | None) -> None:
+    """Remember `secret` (an API key given to a judge or an agent) so `redact` removes it."""
+    if secret and len(secret) >= _MIN_SECRET_LENGTH:
+        with _lock:
+            _registered.add(secret)
+
+
+def known_secrets() -> list[str]:
+    """Every key the process knows, longest first so a key inside another goes with it."""
+    with _lock:
+        secrets = set(_registered)
+    for name, value in os.environ.items():
+        if _SECRET_ENV.search(name):
+            secrets.update(_env_secret_parts(value))
+    return sorted(secrets, key=len, reverse=True)
+
 
 def redact(text: str, *secrets: str | None) -> str:
     """Return `text` with known secrets and credential-shaped substrings replaced, and bounded."""
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "[REDACTED]")
-    text = _SECRET_PATTERNS[0].sub("[REDACTED]", text)
-    text = _SECRET_PATTERNS[1].sub("Bearer [REDACTED]", text)
-    text = _SECRET_PATTERNS[2].sub(r"\1\2[REDACTED]", text)
+    for secret in (*(s for s in secrets if s and len(s) >= 4), *known_secrets()):
+        text = text.replace(secret, _REPLACEMENT)
+    for pattern, replacement in _SECRET_PATTERNS:
+        text = pattern.sub(replacement, text)
     if len(text) > _MAX_LENGTH:
         text = text[:_MAX_LENGTH] + "…"
     return text
+
+
+def _env_secret_parts(value: str) -> list[str]:
+    # OTLP headers are "name=value,name2=value2": the values are the secrets.
+    parts = [value.strip()]
+    if "=" in value:
+        parts += [item.partition("=")[2].strip() for item in value.split(",")]
+    return [part for part in parts if len(part) >= _MIN_SECRET_LENGTH]

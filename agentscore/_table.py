@@ -13,7 +13,8 @@ def render_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
         widths = [max(width, len(cell)) for width, cell in zip(widths, row, strict=True)]
 
     def line(cells: Sequence[str]) -> str:
-        return "  ".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=True))
+        cells = [cell.ljust(width) for cell, width in zip(cells, widths, strict=True)]
+        return "  ".join(cells).rstrip()
 
     rule = "  ".join("-" * width for width in widths)
-    return "\n".join([line(headers), rule, *(line(row) for row in rows)]).rstrip()
+    return "\n".join([line(headers), rule, *(line(row) for row in rows)])

@@ -2,29 +2,43 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import queue
+import time
 import uuid
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any
 
 import anyio
 import structlog
 from openai import AsyncOpenAI
 from openai.types.chat import ChatCompletion
+from opentelemetry import trace
 from opentelemetry.trace import Span, Status, StatusCode
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentscore._clients import LoopLocalClient, create_chat_completion
+from agentscore._redact import register_secret
+from agentscore.adapters import coerce_messages
 from agentscore.errors import ConfigurationError
 from agentscore.evals import Evals, EvalsLike, SampledScorer, sampled_entries
+from agentscore.live._callbacks import call_user, on_loop
 from agentscore.live._loop import BackgroundLoop
-from agentscore.live.runner import Runner, ScoreJob, default_runner
-from agentscore.live.sampling import sample_point, sampled
-from agentscore.messages import Message, ToolCall, coerce_messages
+from agentscore.live.runner import Runner, default_runner
+from agentscore.messages import Message, ToolCall
 from agentscore.result import ScoreResult
 from agentscore.run import ScorerRun
 from agentscore.scorers.base import Scorer
+from agentscore.streaming import (
+    ChunkAccumulator,
+    StreamDone,
+    StreamEvent,
+    TextDelta,
+    ToolCallEvent,
+    ToolResultEvent,
+)
 from agentscore.telemetry import semconv
 from agentscore.telemetry.core import Telemetry
 from agentscore.telemetry.spans import (
@@ -112,11 +126,14 @@ class Agent:
         self.evals = Evals.coerce(evals)
         self.telemetry = telemetry or Telemetry()
         self.runner: Runner = self.evals.runner or default_runner()
+        register_secret(api_key)
+        register_secret(client.api_key if client is not None else None)
         self._client = LoopLocalClient(
             lambda: AsyncOpenAI(api_key=api_key, base_url=base_url), shared=client
         )
         self._tool_definitions = [t.definition() for t in tools]
         self._scores: deque[ScoreResult] = deque(maxlen=keep_scores)
+        self._abandoned_streams = 0
 
     def __repr__(self) -> str:
         return f"Agent(name={self.name!r}, model={self.model!r}, tools={list(self.tools)})"
@@ -170,8 +187,7 @@ class Agent:
         any model call."""
         entries = self.evals.entries if scorers is None else sampled_entries(scorers, 1.0)
         input_messages = coerce_messages(prompt, default_role="user")
-        system = [Message(role="system", content=self.instructions)] if self.instructions else []
-        conversation = system + input_messages
+        conversation = self._conversation(input_messages)
         run_id = uuid.uuid4().hex
         with agent_span(
             self.telemetry,
@@ -181,11 +197,33 @@ class Agent:
             conversation_id=conversation_id,
         ) as span:
             output, usage, response_id, finish_reason, steps = await self._loop(conversation)
-            context = span.get_span_context()
-            trace_id = f"{context.trace_id:032x}" if context.is_valid else None
-            span_id = f"{context.span_id:016x}" if context.is_valid else None
-            self._record_agent_outcome(span, conversation, output, usage, response_id)
-        result = AgentResult(
+            result = self._finish(
+                span, conversation, output, usage, response_id, finish_reason, steps, run_id
+            )
+        await self._score(
+            result, input_messages, entries, conversation_id, request_context, ground_truth
+        )
+        return result
+
+    def _conversation(self, input_messages: list[Message]) -> list[Message]:
+        system = [Message(role="system", content=self.instructions)] if self.instructions else []
+        return system + input_messages
+
+    def _finish(
+        self,
+        span: Span,
+        conversation: list[Message],
+        output: list[Message],
+        usage: Usage,
+        response_id: str | None,
+        finish_reason: str,
+        steps: int,
+        run_id: str,
+    ) -> AgentResult:
+        """Record the run on its span and build the result the caller gets."""
+        context = span.get_span_context()
+        self._record_agent_outcome(span, conversation, output, usage, response_id)
+        return AgentResult(
             text=_final_text(output),
             output=output,
             messages=conversation + output,
@@ -194,16 +232,189 @@ class Agent:
             steps=steps,
             run_id=run_id,
             response_id=response_id,
-            trace_id=trace_id,
-            span_id=span_id,
+            trace_id=f"{context.trace_id:032x}" if context.is_valid else None,
+            span_id=f"{context.span_id:016x}" if context.is_valid else None,
         )
+
+    async def _score(
+        self,
+        result: AgentResult,
+        input_messages: list[Message],
+        entries: tuple[SampledScorer, ...],
+        conversation_id: str | None,
+        request_context: Mapping[str, Any] | None,
+        ground_truth: Any,
+    ) -> None:
         try:
-            self._submit_scoring(
+            await self._submit_scoring(
                 result, input_messages, entries, conversation_id, request_context, ground_truth
             )
         except Exception as exc:  # scoring must never cost the caller its answer
             _log.error("scoring_submit_failed", agent=self.name, error_type=type(exc).__name__)
-        return result
+
+    async def stream(
+        self,
+        prompt: str | Sequence[Message | Mapping[str, Any]],
+        *,
+        scorers: Sequence[Scorer | SampledScorer] | None = None,
+        conversation_id: str | None = None,
+        request_context: Mapping[str, Any] | None = None,
+        ground_truth: Any = None,
+    ) -> AsyncIterator[StreamEvent]:
+        """`generate`, streamed: text deltas, whole tool calls, tool results, then `StreamDone`.
+
+        The run is scored once the stream completes, exactly like `generate`. Leaving early
+        (`break`, cancellation, an error) ends the spans with an error status, scores nothing
+        and counts the run in `abandoned_streams`; wrap the stream in
+        `contextlib.aclosing(...)` to have that happen at once rather than when it is
+        garbage-collected.
+        """
+        entries = self.evals.entries if scorers is None else sampled_entries(scorers, 1.0)
+        input_messages = coerce_messages(prompt, default_role="user")
+        conversation = self._conversation(input_messages)
+        run_id = uuid.uuid4().hex
+        completed = False
+        try:
+            # Held open across yields, so neither span is made current: the consumer's code
+            # runs between events and must not find itself inside our spans.
+            with agent_span(
+                self.telemetry,
+                agent_name=self.name,
+                model=self.model,
+                provider=self.provider_name,
+                conversation_id=conversation_id,
+                current=False,
+            ) as span:
+                output: list[Message] = []
+                usage = Usage()
+                response_id: str | None = None
+                finish_reason, steps = "max_steps", self.max_steps
+                for step in range(1, self.max_steps + 1):
+                    accumulator = ChunkAccumulator()
+                    async for piece in self._chat_stream(conversation + output, accumulator, span):
+                        yield TextDelta(piece)
+                    response = accumulator.completion()
+                    response_id = response.id or response_id
+                    usage = _add_usage(usage, response)
+                    message = _assistant_message(response.choices[0].message)
+                    output.append(message)
+                    if not message.tool_calls:
+                        finish_reason, steps = response.choices[0].finish_reason or "stop", step
+                        break
+                    for call in message.tool_calls:
+                        yield ToolCallEvent(call)
+                    with trace.use_span(
+                        span,
+                        end_on_exit=False,
+                        record_exception=False,
+                        set_status_on_exception=False,
+                    ):
+                        results = await self._run_tools(message.tool_calls)
+                    output.extend(results)
+                    for result_message in results:
+                        yield ToolResultEvent(result_message)
+                result = self._finish(
+                    span,
+                    conversation,
+                    output,
+                    usage,
+                    response_id,
+                    finish_reason,
+                    steps,
+                    run_id,
+                )
+            await self._score(
+                result, input_messages, entries, conversation_id, request_context, ground_truth
+            )
+            completed = True
+        finally:
+            if not completed:
+                self._count_abandoned()
+        yield StreamDone(result)
+
+    def stream_sync(
+        self,
+        prompt: str | Sequence[Message | Mapping[str, Any]],
+        *,
+        scorers: Sequence[Scorer | SampledScorer] | None = None,
+        conversation_id: str | None = None,
+        request_context: Mapping[str, Any] | None = None,
+        ground_truth: Any = None,
+    ) -> Iterator[StreamEvent]:
+        """Blocking `stream` for sync code: events arrive as the model writes them.
+
+        Closing the iterator early (a `break`) cancels the run, which counts as abandoned.
+        """
+        events: queue.SimpleQueue[StreamEvent | BaseException | None] = queue.SimpleQueue()
+
+        async def produce() -> None:
+            try:
+                async for event in self.stream(
+                    prompt,
+                    scorers=scorers,
+                    conversation_id=conversation_id,
+                    request_context=request_context,
+                    ground_truth=ground_truth,
+                ):
+                    events.put(event)
+            except Exception as exc:  # handed to the consumer's thread, raised there
+                events.put(exc)
+            finally:
+                events.put(None)
+
+        future = _sync_loop.portal().start_task_soon(produce)
+        try:
+            while (event := events.get()) is not None:
+                if isinstance(event, BaseException):
+                    raise event
+                yield event
+        finally:
+            future.cancel()
+
+    @property
+    def abandoned_streams(self) -> int:
+        """Streams left before they completed: their runs were not scored."""
+        return self._abandoned_streams
+
+    def _count_abandoned(self) -> None:
+        self._abandoned_streams += 1
+        _log.warning("stream_abandoned", agent=self.name)
+        with contextlib.suppress(Exception):
+            self.telemetry.instruments.runs.add(
+                1, {semconv.AGENT_NAME: self.name, "agentscore.outcome": "abandoned"}
+            )
+
+    async def _chat_stream(
+        self, messages: list[Message], accumulator: ChunkAccumulator, parent: Span
+    ) -> AsyncIterator[str]:
+        with chat_span(
+            self.telemetry,
+            model=self.model,
+            provider=self.provider_name,
+            temperature=self.temperature,
+            agent_name=self.name,
+            parent=parent,
+        ) as span:
+            if self.telemetry.capture_content and span.is_recording():
+                span.set_attribute(semconv.INPUT_MESSAGES, messages_attribute(messages))
+            body = self._chat_body(messages)
+            started = time.perf_counter()
+            first = True
+            stream = await self._client.get().chat.completions.create(
+                **body, stream=True, stream_options={"include_usage": True}
+            )
+            async for chunk in stream:
+                piece = accumulator.add(chunk)
+                if first and (piece or accumulator.calls):
+                    first = False
+                    span.set_attribute(semconv.TIME_TO_FIRST_CHUNK, time.perf_counter() - started)
+                if piece:
+                    yield piece
+            response = accumulator.completion()
+            record_chat_response(span, response)
+            if self.telemetry.capture_content and span.is_recording():
+                reply = _assistant_message(response.choices[0].message)
+                span.set_attribute(semconv.OUTPUT_MESSAGES, messages_attribute([reply]))
 
     async def _loop(
         self, conversation: list[Message]
@@ -215,13 +426,7 @@ class Agent:
         for step in range(1, self.max_steps + 1):
             response = await self._chat(conversation + output)
             response_id = response.id or response_id
-            usage = Usage(
-                requests=usage.requests + 1,
-                input_tokens=usage.input_tokens
-                + (response.usage.prompt_tokens if response.usage else 0),
-                output_tokens=usage.output_tokens
-                + (response.usage.completion_tokens if response.usage else 0),
-            )
+            usage = _add_usage(usage, response)
             choice = response.choices[0]
             message = _assistant_message(choice.message)
             output.append(message)
@@ -240,20 +445,23 @@ class Agent:
         ) as span:
             if self.telemetry.capture_content and span.is_recording():
                 span.set_attribute(semconv.INPUT_MESSAGES, messages_attribute(messages))
-            body: dict[str, Any] = {
-                "model": self.model,
-                "messages": [message.to_openai() for message in messages],
-            }
-            if self._tool_definitions:
-                body["tools"] = self._tool_definitions
-            if self.temperature is not None:
-                body["temperature"] = self.temperature
-            response = await create_chat_completion(self._client.get(), body)
+            response = await create_chat_completion(self._client.get(), self._chat_body(messages))
             record_chat_response(span, response)
             if self.telemetry.capture_content and span.is_recording() and response.choices:
                 reply = _assistant_message(response.choices[0].message)
                 span.set_attribute(semconv.OUTPUT_MESSAGES, messages_attribute([reply]))
             return response
+
+    def _chat_body(self, messages: list[Message]) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [message.to_openai() for message in messages],
+        }
+        if self._tool_definitions:
+            body["tools"] = self._tool_definitions
+        if self.temperature is not None:
+            body["temperature"] = self.temperature
+        return body
 
     async def _run_tools(self, calls: Sequence[ToolCall]) -> list[Message]:
         results: list[Message | None] = [None] * len(calls)
@@ -309,7 +517,7 @@ class Agent:
             span.set_attribute(semconv.INPUT_MESSAGES, messages_attribute(conversation))
             span.set_attribute(semconv.OUTPUT_MESSAGES, messages_attribute(output))
 
-    def _submit_scoring(
+    async def _submit_scoring(
         self,
         result: AgentResult,
         input_messages: list[Message],
@@ -318,12 +526,6 @@ class Agent:
         request_context: Mapping[str, Any] | None,
         ground_truth: Any,
     ) -> None:
-        if not entries:
-            return
-        point = sample_point(result.trace_id, result.run_id)
-        chosen = [entry.scorer for entry in entries if sampled(entry.sampling, point)]
-        if not chosen:
-            return
         # Built without re-validation: every field is already the right type.
         run = ScorerRun.model_construct(
             run_id=result.run_id,
@@ -336,24 +538,17 @@ class Agent:
             trace_id=result.trace_id,
             span_id=result.span_id,
             response_id=result.response_id,
+            read_error=None,
         )
-        if self.evals.filter is not None and not _accepts(self.evals.filter, run):
-            return
-        for scorer in chosen:
-            self.runner.submit(ScoreJob(scorer, run, self.telemetry, self._record_score))
+        await self.evals.asubmit_run(
+            run, entries=entries, telemetry=self.telemetry, on_result=self._record_score
+        )
 
+    @on_loop
     def _record_score(self, result: ScoreResult) -> object:
         self._scores.append(result)
-        # An async on_score returns an awaitable, which the runner awaits.
-        return None if self.evals.on_score is None else self.evals.on_score(result)
-
-
-def _accepts(filter_: Any, run: ScorerRun) -> bool:
-    try:
-        return bool(filter_(run))
-    except Exception as exc:  # a broken filter skips scoring; it must not break the agent
-        _log.error("evals_filter_failed", error_type=type(exc).__name__)
-        return False
+        # The runner awaits what this returns: on_score, in a worker thread when it is sync.
+        return None if self.evals.on_score is None else call_user(self.evals.on_score, result)
 
 
 def _assistant_message(message: Any) -> Message:
@@ -365,6 +560,15 @@ def _assistant_message(message: Any) -> Message:
             for call in (message.tool_calls or ())
             if getattr(call, "function", None) is not None
         ),
+    )
+
+
+def _add_usage(usage: Usage, response: ChatCompletion) -> Usage:
+    tokens = response.usage
+    return Usage(
+        requests=usage.requests + 1,
+        input_tokens=usage.input_tokens + (tokens.prompt_tokens if tokens else 0),
+        output_tokens=usage.output_tokens + (tokens.completion_tokens if tokens else 0),
     )
 
 

@@ -10,15 +10,25 @@ from typing import Any
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentscore._redact import redact
+from agentscore.adapters import coerce_messages
 from agentscore.agent import Agent
 from agentscore.errors import ConfigurationError
 from agentscore.live._loop import background_loop
-from agentscore.messages import Message, coerce_messages
+from agentscore.messages import Message
 from agentscore.result import ScoreResult, ScoreStatus
 from agentscore.run import ScorerRun
 from agentscore.scorers.base import Scorer
 
-__all__ = ["EvalItemResult", "EvalReport", "ScorerSummary", "run_evals", "run_evals_sync"]
+__all__ = [
+    "EvalItemResult",
+    "EvalReport",
+    "ScorerSummary",
+    "run_evals",
+    "run_evals_sync",
+    "split_messages",
+    "summarize",
+]
 
 Target = Agent | Callable[[Any], Any]
 
@@ -65,9 +75,11 @@ async def run_evals(
     """Score every item of `data` with every scorer, `concurrency` items at a time.
 
     An item is a mapping with `input`, and `output` unless a `target` produces it (an `Agent`,
-    or any sync or async callable taking the input); optional `ground_truth`, `context`
+    or any sync or async callable taking the input), or with `messages` (a whole
+    conversation, split after its last user message); optional `ground_truth`, `context`
     (kept in `run.request_context["context"]`, which `agentscore.context.run_context` reads)
-    and `id`. A failing item is recorded with its error; it never stops the run.
+    and `id`. A failing item is recorded with its error and counts as failed for every
+    scorer; it never stops the run.
     `on_item_complete` (sync or async) sees each item's result as soon as it is scored.
     """
     if concurrency < 1:
@@ -117,16 +129,21 @@ def run_evals_sync(
 
 
 def summarize(scorer: Scorer, items: Sequence[EvalItemResult]) -> ScorerSummary:
+    """An item that errored before scoring, or whose score failed, counts as failed: a pass
+    rate over the survivors alone would hide a run where everything broke."""
     results = [item.scorer_results[scorer.id] for item in items if scorer.id in item.scorer_results]
     # Runs with nothing to judge (no claims) carry no signal: they stay out of the mean.
     scores = [r.score for r in results if r.score is not None and r.status is ScoreStatus.SCORED]
-    verdicts = [r.passed for r in results if r.passed is not None]
+    passed = sum(1 for r in results if r.passed)
+    judged = sum(1 for r in results if r.passed is not None)
+    failed = sum(1 for r in results if r.status is ScoreStatus.FAILED)
+    failed += sum(1 for item in items if item.error is not None)
     return ScorerSummary(
         scorer_id=scorer.id,
         mean=math.fsum(scores) / len(scores) if scores else None,
-        pass_rate=sum(verdicts) / len(verdicts) if verdicts else None,
+        pass_rate=passed / (judged + failed) if judged + failed else None,
         scored=len(scores),
-        failed=sum(1 for r in results if r.status is ScoreStatus.FAILED),
+        failed=failed,
     )
 
 
@@ -136,7 +153,8 @@ async def _evaluate_item(
     try:
         run = await _run_for(item, target)
     except Exception as exc:
-        return EvalItemResult(index=index, error=f"{type(exc).__name__}: {exc}")
+        # The target's own errors can quote its credentials ("Bearer sk-..." from the SDK).
+        return EvalItemResult(index=index, error=redact(f"{type(exc).__name__}: {exc}"))
     scored: dict[str, ScoreResult] = {}
 
     async def score(scorer: Scorer) -> None:
@@ -148,9 +166,24 @@ async def _evaluate_item(
     return EvalItemResult(index=index, run=run, scorer_results=scored)
 
 
+def split_messages(record: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A record in the `messages` form (a whole conversation) as `input` and `output`, split
+    after the last user message; other records unchanged."""
+    if "messages" not in record:
+        return record
+    messages = coerce_messages(record["messages"])
+    last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
+    if last_user < 0:
+        raise ValueError("'messages' has no user message")
+    return {**record, "input": messages[: last_user + 1], "output": messages[last_user + 1 :]}
+
+
 async def _run_for(item: Mapping[str, Any], target: Target | None) -> ScorerRun:
-    if not isinstance(item, Mapping) or "input" not in item:
-        raise ValueError("an item needs an 'input'")
+    if not isinstance(item, Mapping):
+        raise ValueError("an item must be a mapping")
+    item = split_messages(item)
+    if "input" not in item:
+        raise ValueError("an item needs an 'input' (or 'messages')")
     request_context = {"context": item["context"]} if item.get("context") is not None else {}
     common: dict[str, Any] = {
         "input": item["input"],

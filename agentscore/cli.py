@@ -22,6 +22,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     demo.add_argument("--model", help="agent model on an OpenAI-compatible endpoint")
     demo.add_argument("--judge", help="'local' (default offline) or a judge model name")
+    demo.add_argument(
+        "--reasons",
+        action="store_true",
+        help="also show each claim with its verdict and the judge's reason",
+    )
 
     evaluate = commands.add_parser("eval", help="score recorded runs from a JSONL file")
     evaluate.add_argument(
@@ -36,15 +41,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     evaluate.add_argument(
         "--fail-under",
         type=float,
-        help="exit 1 if any scorer's pass rate is below this fraction (a CI gate)",
+        metavar="RATE",
+        help="exit 1 if a scorer's pass rate is below RATE, in [0, 1] (a CI gate); errors "
+        "count as failures",
     )
-    evaluate.add_argument("--threshold", type=float, default=0.5, help="pass threshold (0-1)")
+    evaluate.add_argument(
+        "--threshold",
+        action="append",
+        default=[],
+        type=_threshold,
+        metavar="SCORER=VALUE",
+        help="pass line of one scorer, repeatable: faithfulness passes at or above it "
+        "(default 0.8), hallucination at or below it (default 0.2)",
+    )
+    evaluate.add_argument(
+        "--max-skip-rate",
+        type=float,
+        default=0.1,
+        metavar="RATE",
+        help="exit 2 if more than this share of the lines cannot be read (default 0.1)",
+    )
 
     args = parser.parse_args(argv)
     if args.command == "demo":
         from agentscore.demo import run_demo
 
-        return run_demo(model=args.model, judge=args.judge)
+        return run_demo(model=args.model, judge=args.judge, reasons=args.reasons)
     from agentscore._eval_file import EvalOptions, run_eval_file
 
     return run_eval_file(
@@ -55,9 +77,24 @@ def main(argv: Sequence[str] | None = None) -> int:
             concurrency=args.concurrency,
             out=args.out,
             fail_under=args.fail_under,
-            threshold=args.threshold,
+            thresholds=dict(args.threshold),
+            max_skip_rate=args.max_skip_rate,
         )
     )
+
+
+def _threshold(text: str) -> tuple[str, float]:
+    # One value for both scorers would loosen hallucination (lower is better) as it
+    # tightens faithfulness, so each scorer is named.
+    name, sep, value = text.partition("=")
+    try:
+        if not sep:
+            raise ValueError
+        return name.strip(), float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected SCORER=VALUE, e.g. faithfulness=0.8 or hallucination=0.2"
+        ) from None
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from agentscore.messages import Message, coerce_messages, pair_tool_calls
+from agentscore.adapters import coerce_messages
+from agentscore.messages import Message, pair_tool_calls
 from agentscore.run import ScorerRun
 
 __all__ = [

@@ -22,6 +22,7 @@ __all__ = [
     "JudgeServerError",
     "JudgeTimeoutError",
     "ScorerTimeoutError",
+    "UnreadableMessageError",
     "UnsupportedTaskError",
 ]
 
@@ -87,3 +88,10 @@ class InputTooLargeError(AgentScoreError):
 
 class ScorerTimeoutError(AgentScoreError):
     """A scorer run took longer than its time budget."""
+
+
+class UnreadableMessageError(AgentScoreError, TypeError):
+    """A message, item or span that no adapter can read; names the shape it got.
+
+    A `TypeError` so that pydantic passes it through validators unwrapped.
+    """

@@ -1,18 +1,37 @@
-"""The `evals` hook of an agent: which scorers run on its generations, and how often."""
+"""The `evals` hook: which scorers run on generations, how often, and the one way to submit them.
+
+`Evals.submit` is the public way in for any agent (a hand-written loop, another framework);
+`agentscore.Agent`, the span processor and the `@evals.observe` decorator all end in
+`Evals.submit_run`, so sampling, the filter and queueing behave the same for every caller.
+"""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ParamSpec, TypeVar, overload
+
+import structlog
+from opentelemetry import trace
+from opentelemetry.trace import Span, SpanContext
 
 from agentscore._options import check_number
-from agentscore.errors import ConfigurationError
-from agentscore.live.runner import Runner, ScoreSink
+from agentscore.adapters import coerce_messages
+from agentscore.errors import ConfigurationError, UnreadableMessageError
+from agentscore.live._callbacks import call_user
+from agentscore.live.runner import Runner, ScoreJob, ScoreSink, default_runner
+from agentscore.live.sampling import sample_point, sampled
+from agentscore.messages import Message, Role
 from agentscore.run import ScorerRun
 from agentscore.scorers.base import Scorer
+from agentscore.telemetry.core import Telemetry, current_telemetry
 
 __all__ = ["Evals", "EvalsLike", "SampledScorer", "sampled_entries"]
+
+_log = structlog.get_logger("agentscore.evals")
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +52,8 @@ class Evals:
     `sampling` is the share of generations scored (decided on the trace id, which costs
     nothing); `filter` is then asked about each sampled run and can veto it, so it never
     runs on traffic that sampling skips. Results go to `on_score` (on the background loop)
-    and to the agent's `scores`. `runner` defaults to the process-wide runner.
+    and to the agent's `scores`. `runner` defaults to the process-wide runner; `telemetry`
+    (where evaluation spans and records go) to the global providers.
     """
 
     scorers: Sequence[Scorer | SampledScorer] = ()
@@ -41,6 +61,7 @@ class Evals:
     filter: Callable[[ScorerRun], bool] | None = None
     on_score: ScoreSink | None = None
     runner: Runner | None = None
+    telemetry: Telemetry | None = None
     _entries: tuple[SampledScorer, ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -51,6 +72,174 @@ class Evals:
     def entries(self) -> tuple[SampledScorer, ...]:
         return self._entries
 
+    def submit(
+        self,
+        input: object,
+        output: object,
+        *,
+        span: Span | SpanContext | None = None,
+        ground_truth: Any = None,
+        request_context: Mapping[str, Any] | None = None,
+        conversation_id: str | None = None,
+        agent_name: str | None = None,
+    ) -> bool:
+        """Score one finished generation of any agent, in the background.
+
+        `input` and `output` take any shape `agentscore.adapters` reads (a string, OpenAI chat
+        messages, Responses / Agents SDK items, pydantic-ai messages, GenAI semconv JSON).
+        The evaluation is parented to `span` (a `Span` or `SpanContext`; default: the current
+        span) and sampled on its trace id. Returns at once, never raises: True when at least
+        one scorer was queued. Messages no adapter reads end as failed results
+        (`UnreadableMessageError`), never as a score of an empty answer.
+        """
+        try:
+            context = _span_context(span)
+            run_id = f"{random.getrandbits(128):032x}"  # unique, not secret: no need for uuid4
+            valid = context.is_valid
+            trace_id = f"{context.trace_id:032x}" if valid else None
+            chosen = _chosen(self._entries, trace_id, run_id)
+            if not chosen:
+                return False
+            header = ScorerRun.model_construct(
+                run_id=run_id,
+                input=[],
+                output=[],
+                ground_truth=ground_truth,
+                request_context=dict(request_context or {}),
+                agent_name=agent_name,
+                conversation_id=conversation_id,
+                trace_id=trace_id,
+                span_id=f"{context.span_id:016x}" if valid else None,
+                response_id=None,
+                read_error=None,
+            )
+
+            read = _MessageReader(header, input, output)
+            if self.filter is not None:
+                # The filter judges the messages, so they are read here, on the caller's path.
+                return self._queue(read(), chosen, None, None)
+            # Otherwise the messages are read on the background loop: submit stays O(1).
+            return self._enqueue(header, chosen, None, None, read)
+        except Exception as exc:  # the caller must never see scoring trouble
+            _log.error("evals_submit_failed", error_type=type(exc).__name__)
+            return False
+
+    def submit_run(
+        self,
+        run: ScorerRun,
+        *,
+        entries: Sequence[SampledScorer] | None = None,
+        telemetry: Telemetry | None = None,
+        on_result: ScoreSink | None = None,
+    ) -> bool:
+        """`submit` for a run already built (by an agent, the span processor or the service).
+
+        `entries` replaces this object's scorers; `telemetry` and `on_result` replace its
+        own. Samples, filters and queues like `submit`; never raises.
+        """
+        try:
+            chosen = _chosen(
+                self._entries if entries is None else entries, run.trace_id, run.run_id
+            )
+            return bool(chosen) and self._queue(run, chosen, telemetry, on_result)
+        except Exception as exc:
+            _log.error("evals_submit_failed", error_type=type(exc).__name__)
+            return False
+
+    async def asubmit_run(
+        self,
+        run: ScorerRun,
+        *,
+        entries: Sequence[SampledScorer] | None = None,
+        telemetry: Telemetry | None = None,
+        on_result: ScoreSink | None = None,
+    ) -> bool:
+        """`submit_run` for async callers: a sync filter runs in a worker thread, so a slow
+        one never holds the caller's event loop (which `generate_sync` callers share)."""
+        try:
+            chosen = _chosen(
+                self._entries if entries is None else entries, run.trace_id, run.run_id
+            )
+            if not chosen:
+                return False
+            vetoed = (
+                run.read_error is None
+                and self.filter is not None
+                and not await _accepts_async(self.filter, run)
+            )
+            if vetoed:
+                return False
+            return self._enqueue(run, chosen, telemetry, on_result)
+        except Exception as exc:
+            _log.error("evals_submit_failed", error_type=type(exc).__name__)
+            return False
+
+    @overload
+    def observe(self, func: Callable[P, R], /) -> Callable[P, R]: ...
+
+    @overload
+    def observe(
+        self,
+        func: None = None,
+        /,
+        *,
+        name: str | None = None,
+        input: Callable[[Mapping[str, Any]], object] | None = None,
+        output: Callable[[Any], object] | None = None,
+    ) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
+
+    def observe(
+        self,
+        func: Callable[P, R] | None = None,
+        /,
+        *,
+        name: str | None = None,
+        input: Callable[[Mapping[str, Any]], object] | None = None,
+        output: Callable[[Any], object] | None = None,
+    ) -> Callable[P, R] | Callable[[Callable[P, R]], Callable[P, R]]:
+        """Decorate a sync or async function that answers: each call is a generation to score.
+
+        By default its first argument is the input and its return value the output;
+        `input(arguments)` (the bound arguments by name) and `output(returned)` map them
+        otherwise. The call runs inside an `invoke_agent {name}` span, the evaluation's
+        parent. A call that raises is not scored, and its exception reaches the caller as is.
+        """
+        from agentscore._observe import observed  # the decorator's machinery is its own module
+
+        def decorate(target: Callable[P, R]) -> Callable[P, R]:
+            return observed(self, target, name=name, input=input, output=output)
+
+        return decorate if func is None else decorate(func)
+
+    def _queue(
+        self,
+        run: ScorerRun,
+        chosen: Sequence[Scorer],
+        telemetry: Telemetry | None,
+        on_result: ScoreSink | None,
+    ) -> bool:
+        # An unreadable run skips the filter: it must surface as a failed result.
+        if run.read_error is None and self.filter is not None and not _accepts(self.filter, run):
+            return False
+        return self._enqueue(run, chosen, telemetry, on_result)
+
+    def _enqueue(
+        self,
+        run: ScorerRun,
+        chosen: Sequence[Scorer],
+        telemetry: Telemetry | None,
+        on_result: ScoreSink | None,
+        read: Callable[[], ScorerRun] | None = None,
+    ) -> bool:
+        runner = self.runner or default_runner()
+        job_telemetry = telemetry or self.telemetry or current_telemetry()
+        sink = on_result or self.on_score
+        queued = False
+        for scorer in chosen:
+            job = ScoreJob(scorer, run, job_telemetry, sink, read)
+            queued = runner.submit(job) or queued
+        return queued
+
     @classmethod
     def coerce(cls, value: EvalsLike) -> Evals:
         """Accept an `Evals`, None, or the dict form `{"scorers": [...], "sampling": 0.1}`."""
@@ -59,7 +248,14 @@ class Evals:
         if isinstance(value, Evals):
             return value
         if isinstance(value, Mapping):
-            unknown = set(value) - {"scorers", "sampling", "filter", "on_score", "runner"}
+            unknown = set(value) - {
+                "scorers",
+                "sampling",
+                "filter",
+                "on_score",
+                "runner",
+                "telemetry",
+            }
             if unknown:
                 raise ConfigurationError(f"unknown evals options: {sorted(unknown)}")
             options = dict(value)
@@ -100,3 +296,63 @@ def sampled_entries(
 
 def _check_rate(rate: float) -> None:
     check_number("sampling", rate, low=0.0, high=1.0)
+
+
+class _MessageReader:
+    """Reads a submitted run's messages once, for every scorer chosen, off the caller's path."""
+
+    __slots__ = ("_header", "_input", "_output", "_run")
+
+    def __init__(self, header: ScorerRun, input: object, output: object) -> None:
+        self._header, self._input, self._output = header, input, output
+        self._run: ScorerRun | None = None
+
+    def __call__(self) -> ScorerRun:
+        if self._run is None:
+            input_messages, input_error = _read_messages(self._input, "user")
+            output_messages, output_error = _read_messages(self._output, "assistant")
+            self._run = self._header.model_copy(
+                update={
+                    "input": input_messages,
+                    "output": output_messages,
+                    "read_error": input_error or output_error,
+                }
+            )
+        return self._run
+
+
+def _chosen(entries: Sequence[SampledScorer], trace_id: str | None, run_id: str) -> list[Scorer]:
+    if not entries:
+        return []
+    point = sample_point(trace_id, run_id)
+    return [entry.scorer for entry in entries if sampled(entry.sampling, point)]
+
+
+def _span_context(span: Span | SpanContext | None) -> SpanContext:
+    if isinstance(span, SpanContext):
+        return span
+    return (span or trace.get_current_span()).get_span_context()
+
+
+def _accepts(filter_: Callable[[ScorerRun], bool], run: ScorerRun) -> bool:
+    try:
+        return bool(filter_(run))
+    except Exception as exc:  # a broken filter skips scoring; it must not break the caller
+        _log.error("evals_filter_failed", error_type=type(exc).__name__)
+        return False
+
+
+async def _accepts_async(filter_: Callable[[ScorerRun], bool], run: ScorerRun) -> bool:
+    try:
+        return bool(await call_user(filter_, run))
+    except Exception as exc:
+        _log.error("evals_filter_failed", error_type=type(exc).__name__)
+        return False
+
+
+def _read_messages(value: object, role: Role) -> tuple[list[Message], str | None]:
+    """Messages for a run; an unreadable shape becomes the run's `read_error`."""
+    try:
+        return coerce_messages(value, default_role=role), None
+    except UnreadableMessageError as exc:
+        return [], str(exc)

@@ -7,7 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from agentscore.messages import Message, assistant_text, coerce_messages, last_user_text
+from agentscore.adapters import coerce_messages
+from agentscore.messages import Message, assistant_text, last_user_text
 
 __all__ = ["ScorerRun"]
 
@@ -31,6 +32,11 @@ class ScorerRun(BaseModel):
     trace_id: str | None = None
     span_id: str | None = None
     response_id: str | None = None
+    read_error: str | None = Field(
+        default=None,
+        description="Why the generation's messages could not be read; scoring it fails with "
+        "UnreadableMessageError instead of judging an empty answer.",
+    )
 
     @field_validator("input", mode="before")
     @classmethod

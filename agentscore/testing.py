@@ -18,7 +18,7 @@ from typing import Any
 
 import anyio
 import openai
-from openai import AsyncOpenAI
+from openai import AsyncOpenAI, OpenAI
 
 __all__ = [
     "ScriptedEndpoint",
@@ -26,6 +26,7 @@ __all__ = [
     "chat_completion",
     "http_error",
     "network_failure",
+    "server_sent_events",
 ]
 
 
@@ -145,6 +146,21 @@ class ScriptedEndpoint:
             http_client=httpx.AsyncClient(transport=transport),
         )
 
+    def sync_client(self, *, max_retries: int = 2, timeout: float = 30.0) -> OpenAI:
+        """A blocking `OpenAI` client served by this script (for sync tool loops)."""
+        httpx = _http_module()
+
+        def handle(request: Any) -> Any:
+            return anyio.run(self._handle, request)
+
+        return OpenAI(
+            api_key="sk-test-not-a-real-key",
+            base_url="http://scripted.test/v1",
+            max_retries=max_retries,
+            timeout=timeout,
+            http_client=httpx.Client(transport=httpx.MockTransport(handle)),
+        )
+
     async def _handle(self, request: Any) -> Any:
         httpx = _http_module()
         body = json.loads(request.content or b"{}")
@@ -157,6 +173,42 @@ class ScriptedEndpoint:
             raise httpx.ReadTimeout("scripted timeout", request=request)
         if reply.failure == "connect":
             raise httpx.ConnectError("scripted connection failure", request=request)
+        if body.get("stream") and reply.status == 200 and "choices" in (reply.body or {}):
+            return httpx.Response(
+                200,
+                content=server_sent_events(dict(reply.body or {})),
+                headers={"content-type": "text/event-stream", **reply.headers},
+            )
         return httpx.Response(
             reply.status, json=dict(reply.body or {}), headers=dict(reply.headers)
         )
+
+
+def server_sent_events(completion: dict[str, Any]) -> bytes:
+    """A scripted completion as the chunks a streaming server sends: the text in three
+    pieces, each tool call named first and its arguments in two halves, usage last."""
+    base = {key: completion[key] for key in ("id", "model", "created")}
+    choice = completion["choices"][0]
+    message = choice["message"]
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        choices = [{"index": 0, "delta": delta, "finish_reason": finish}]
+        return {**base, "object": "chat.completion.chunk", "choices": choices}
+
+    chunks = [chunk({"role": "assistant", "content": ""})]
+    text = message.get("content") or ""
+    third = max(1, len(text) // 3)
+    chunks += [chunk({"content": text[i : i + third]}) for i in range(0, len(text), third)]
+    for index, call in enumerate(message.get("tool_calls") or ()):
+        arguments = call["function"]["arguments"]
+        half = len(arguments) // 2
+        named = {"name": call["function"]["name"], "arguments": arguments[:half]}
+        first = {"index": index, "id": call["id"], "type": "function", "function": named}
+        rest = {"index": index, "function": {"arguments": arguments[half:]}}
+        chunks += [chunk({"tool_calls": [first]}), chunk({"tool_calls": [rest]})]
+    chunks.append(chunk({}, choice["finish_reason"]))
+    chunks.append(
+        {**base, "object": "chat.completion.chunk", "choices": [], "usage": completion.get("usage")}
+    )
+    lines = [f"data: {json.dumps(item)}\n\n" for item in chunks] + ["data: [DONE]\n\n"]
+    return "".join(lines).encode()

@@ -13,9 +13,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from agentscore.adapters import coerce_messages
 from agentscore.batch import run_evals_sync
 from agentscore.context import run_context
-from agentscore.messages import coerce_messages
 from agentscore.scorers import create_faithfulness_scorer, create_hallucination_scorer
 
 DATA = Path(__file__).with_name("data") / "support_runs.jsonl"

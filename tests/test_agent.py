@@ -349,6 +349,6 @@ async def test_an_unexpected_scoring_bug_never_costs_the_caller_its_answer(
     def broken(*args: Any) -> float:
         raise ZeroDivisionError("bug in sampling")
 
-    monkeypatch.setattr("agentscore.agent.sample_point", broken)
+    monkeypatch.setattr("agentscore.evals.sample_point", broken)
     agent, _ = make_agent(judge_endpoint(), Runner())
     assert (await agent.generate("Where is order 42?")).text == ORDER_ANSWER

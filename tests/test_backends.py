@@ -3,12 +3,27 @@
 from __future__ import annotations
 
 import base64
+import json
+from typing import Any
 
 import pytest
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind
 
+from agentscore import Agent, Evals, Runner, Telemetry
 from agentscore.result import ScoreError, ScoreResult, ScoreStatus
+from agentscore.scorers import create_hallucination_scorer
 from agentscore.telemetry.backends import LangfuseScores, PhoenixAnnotations
-from tests.http_collector import http_collector
+from agentscore.telemetry.roots import RootSpans
+from agentscore.testing import ScriptedEndpoint, chat_completion
+from tests.http_collector import Collector, http_collector
+from tests.test_agent import agent_endpoint, lookup_order
 
 pytestmark = pytest.mark.anyio
 
@@ -20,7 +35,16 @@ RESULT = ScoreResult(
     passed=True,
     label="pass",
     reason='The score is 0.5 because "Members get free express shipping" is not supported.',
-    analyze_step_result={"verdicts": [{"verdict": "yes"}, {"verdict": "unsure"}]},
+    analyze_step_result={
+        "verdicts": [
+            {"claim": "Order 42 shipped.", "verdict": "yes", "reason": "the tool says shipped"},
+            {
+                "claim": "Members get free express shipping.",
+                "verdict": "unsure",
+                "reason": "no tool result mentions shipping costs",
+            },
+        ]
+    },
     trace_id="0af7651916cd43dd8448eb211c80319c",
     span_id="b7ad6b7169203331",
     judge_model="local",
@@ -46,8 +70,12 @@ async def test_phoenix_annotation_on_the_agent_span() -> None:
 
 async def test_langfuse_score_with_basic_auth_and_opt_in_content() -> None:
     with http_collector() as collector:
-        sink = LangfuseScores(collector.url, public_key="pk-lf", secret_key="sk-lf-secret")
-        sink.capture_content = True
+        sink = LangfuseScores(
+            collector.url,
+            public_key="pk-lf",
+            secret_key="sk-lf-secret",
+            telemetry=Telemetry(capture_content=True),
+        )
         await sink(RESULT)
     [request] = collector.received
     assert request.path == "/api/public/scores"
@@ -58,6 +86,7 @@ async def test_langfuse_score_with_basic_auth_and_opt_in_content() -> None:
     assert body["traceId"] == RESULT.trace_id
     assert body["observationId"] == RESULT.span_id
     assert body["value"] == 0.5
+    assert body["dataType"] == "NUMERIC"
     assert body["comment"] == RESULT.reason
 
 
@@ -85,3 +114,187 @@ async def test_results_without_a_trace_or_a_score_are_skipped() -> None:
         await LangfuseScores(collector.url, public_key="p", secret_key="s")(failed)
         await PhoenixAnnotations(collector.url)(untraced)
     assert collector.received == []
+
+
+NO_CLAIMS = RESULT.model_copy(
+    update={
+        "status": ScoreStatus.NO_CLAIMS,
+        "score": 0.0,
+        "passed": None,
+        "label": None,
+        "reason": "Not scored: the output makes no claims to check.",
+        "analyze_step_result": {"verdicts": []},
+    }
+)
+
+
+async def test_a_run_with_no_claims_posts_its_label_and_no_score() -> None:
+    with http_collector() as collector:
+        await PhoenixAnnotations(collector.url)(NO_CLAIMS)
+        await LangfuseScores(collector.url, public_key="p", secret_key="s")(NO_CLAIMS)
+    phoenix, langfuse = collector.received
+    [annotation] = phoenix.json()["data"]
+    assert annotation["result"] == {"label": "no_claims", "explanation": "no claims to check"}
+    body = langfuse.json()
+    # A category, which Langfuse does not average with the numeric scores of the same name.
+    assert (body["dataType"], body["value"]) == ("CATEGORICAL", "no_claims")
+
+
+async def test_content_switch_off_keeps_claims_out_of_the_annotation() -> None:
+    with http_collector() as collector:
+        await PhoenixAnnotations(collector.url, telemetry=Telemetry(capture_content=False))(RESULT)
+    [annotation] = collector.received[0].json()["data"]
+    assert annotation["metadata"] == {"status": "scored", "judge_model": "local"}
+    assert "Members" not in json.dumps(annotation)
+
+
+async def test_content_switch_on_sends_the_reason_and_every_claim() -> None:
+    with http_collector() as collector:
+        await PhoenixAnnotations(collector.url, telemetry=Telemetry(capture_content=True))(RESULT)
+    [annotation] = collector.received[0].json()["data"]
+    assert annotation["result"]["explanation"] == RESULT.reason
+    assert annotation["metadata"]["claims"] == RESULT.analyze_step_result["verdicts"]
+
+
+def traced_agent(
+    answer_endpoint: ScriptedEndpoint, collector: Collector, *, capture_content: bool
+) -> tuple[Agent, InMemorySpanExporter, InMemoryLogRecordExporter, InMemoryMetricReader, Any]:
+    """An agent with its own providers, a local-judge hallucination scorer, and a Phoenix
+    sink that was given no content flag of its own."""
+    spans, logs, metrics = (
+        InMemorySpanExporter(),
+        InMemoryLogRecordExporter(),
+        InMemoryMetricReader(),
+    )
+    roots = RootSpans()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(roots)
+    tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
+    logger_provider = LoggerProvider()
+    logger_provider.add_log_record_processor(SimpleLogRecordProcessor(logs))
+    telemetry = Telemetry(
+        tracer_provider=tracer_provider,
+        logger_provider=logger_provider,
+        meter_provider=MeterProvider(metric_readers=[metrics]),
+        capture_content=capture_content,
+    )
+    agent = Agent(
+        name="support",
+        model="agent-model",
+        tools=[lookup_order],
+        client=answer_endpoint.client(max_retries=0),
+        evals=Evals(
+            scorers=[create_hallucination_scorer("local")],
+            runner=Runner(),
+            on_score=PhoenixAnnotations(collector.url, root_spans=roots),
+        ),
+        telemetry=telemetry,
+    )
+    return agent, spans, logs, metrics, tracer_provider
+
+
+def evaluation_span_attributes(spans: InMemorySpanExporter) -> dict[str, Any]:
+    [evaluation] = [s for s in spans.get_finished_spans() if s.name.startswith("evaluation")]
+    return dict(evaluation.attributes or {})
+
+
+def histogram_points(reader: InMemoryMetricReader) -> int:
+    data = reader.get_metrics_data()
+    if data is None:
+        return 0
+    return sum(
+        point.count
+        for resource in data.resource_metrics
+        for scope in resource.scope_metrics
+        for metric in scope.metrics
+        if metric.name == "gen_ai.evaluation.score"
+        for point in metric.data.data_points  # type: ignore[union-attr]
+    )
+
+
+def test_the_agents_content_switch_governs_the_span_and_the_annotation() -> None:
+    for capture in (True, False):
+        with http_collector() as collector:
+            agent, spans, _, _, _ = traced_agent(
+                agent_endpoint(), collector, capture_content=capture
+            )
+            agent.generate_sync("Where is order 42?")
+            assert agent.flush(timeout=30)
+        [result] = agent.scores
+        [annotation] = collector.received[0].json()["data"]
+        attributes = evaluation_span_attributes(spans)
+        if capture:
+            claims = json.loads(attributes["agentscore.claims"])
+            assert claims == result.analyze_step_result["verdicts"]
+            assert claims == [
+                {
+                    "claim": "Order 42 shipped on May 2 and arrives on May 5.",
+                    "verdict": "yes",
+                    "reason": claims[0]["reason"],
+                }
+            ]
+            assert claims[0]["reason"]
+            assert annotation["metadata"]["claims"] == claims
+            assert annotation["result"]["explanation"] == result.reason
+            assert attributes["gen_ai.evaluation.explanation"] == result.reason
+        else:
+            assert "agentscore.claims" not in attributes
+            assert "claims" not in annotation["metadata"]
+            assert annotation["result"]["explanation"] == (
+                "1 claim: 1 supported, 0 contradicted, 0 unverifiable"
+            )
+
+
+def test_no_claims_carries_no_score_on_span_log_record_annotation_or_metric() -> None:
+    greeting = ScriptedEndpoint([chat_completion("Hello! How can I help you today?")])
+    with http_collector() as collector:
+        agent, spans, logs, metrics, _ = traced_agent(greeting, collector, capture_content=False)
+        agent.generate_sync("hi")
+        assert agent.flush(timeout=30)
+    [result] = agent.scores
+    assert result.status is ScoreStatus.NO_CLAIMS
+    attributes = evaluation_span_attributes(spans)
+    assert "gen_ai.evaluation.score.value" not in attributes
+    assert attributes["gen_ai.evaluation.score.label"] == "no_claims"
+    [record] = logs.get_finished_logs()
+    log_attributes = dict(record.log_record.attributes or {})
+    assert "gen_ai.evaluation.score.value" not in log_attributes
+    assert log_attributes["gen_ai.evaluation.score.label"] == "no_claims"
+    [annotation] = collector.received[0].json()["data"]
+    assert "score" not in annotation["result"]
+    assert annotation["result"]["label"] == "no_claims"
+    assert histogram_points(metrics) == 0
+
+
+def test_a_scored_run_reaches_the_score_histogram() -> None:
+    with http_collector() as collector:
+        agent, _, _, metrics, _ = traced_agent(agent_endpoint(), collector, capture_content=False)
+        agent.generate_sync("Where is order 42?")
+        assert agent.flush(timeout=30)
+    assert histogram_points(metrics) == 1
+
+
+def test_the_trace_root_is_annotated_as_well() -> None:
+    with http_collector() as collector:
+        agent, _, _, _, tracer_provider = traced_agent(
+            agent_endpoint(), collector, capture_content=False
+        )
+        tracer = tracer_provider.get_tracer("web")
+        # What FastAPI's instrumentation does: a server span around the handler.
+        with tracer.start_as_current_span("POST /chat", kind=SpanKind.SERVER) as root:
+            result = agent.generate_sync("Where is order 42?")
+        assert agent.flush(timeout=30)
+    root_id = f"{root.get_span_context().span_id:016x}"
+    annotations = collector.received[0].json()["data"]
+    assert [a["span_id"] for a in annotations] == [result.span_id, root_id]
+    assert annotations[0]["result"] == annotations[1]["result"]
+    assert annotations[0]["result"]["label"] == "pass"
+
+
+def test_an_agent_span_that_is_its_own_root_is_annotated_once() -> None:
+    with http_collector() as collector:
+        agent, _, _, _, _ = traced_agent(agent_endpoint(), collector, capture_content=False)
+        result = agent.generate_sync("Where is order 42?")
+        assert agent.flush(timeout=30)
+    annotations = collector.received[0].json()["data"]
+    assert [a["span_id"] for a in annotations] == [result.span_id]

@@ -60,8 +60,64 @@ async def test_a_failing_item_is_recorded_and_the_run_goes_on() -> None:
     errors = {item.index: item.error for item in report.items}
     assert errors[0] == "RuntimeError: target broke"
     assert errors[1] is None
-    assert errors[2] == "ValueError: an item needs an 'input'"
+    assert errors[2] == "ValueError: an item needs an 'input' (or 'messages')"
     assert report.scores == {"hallucination": 0.0}
+    # The two items that never reached the scorer count as failed, not as missing.
+    summary = report.summaries["hallucination"]
+    assert (summary.scored, summary.failed) == (1, 2)
+    assert summary.pass_rate == pytest.approx(1 / 3)
+
+
+async def test_when_every_item_errors_nothing_passes() -> None:
+    def target(question: str) -> str:
+        raise ConnectionError("agent endpoint down")
+
+    data = [{"input": f"question {n}", "context": CONTEXT} for n in range(5)]
+    scorers = [
+        create_faithfulness_scorer("local", get_context=run_context),
+        create_hallucination_scorer("local", get_context=run_context),
+    ]
+    report = await run_evals(data, scorers, target=target)
+    for summary in report.summaries.values():
+        assert (summary.scored, summary.failed, summary.pass_rate) == (0, 5, 0.0)
+        assert summary.mean is None
+
+
+async def test_items_in_the_messages_form_are_split_after_the_last_user_message() -> None:
+    item = {
+        "id": "conversation",
+        "context": CONTEXT,
+        "messages": [
+            {"role": "system", "content": "Answer from the context."},
+            {"role": "user", "content": "When was Python released?"},
+            {"role": "assistant", "content": "Python was first released in 1991."},
+        ],
+    }
+    report = await run_evals([item], [create_faithfulness_scorer("local", get_context=run_context)])
+    [result] = report.items
+    assert result.error is None and result.run is not None
+    assert result.run.input_text == "When was Python released?"
+    assert result.run.output_text == "Python was first released in 1991."
+    assert result.run.run_id == "conversation"
+    assert report.summaries["faithfulness"].pass_rate == 1.0
+
+
+async def test_default_thresholds_fail_an_answer_with_half_its_claims_invented() -> None:
+    half_invented = {
+        "input": "When was Python released?",
+        "output": "Python was first released in 1991. It was written at Google in Zurich.",
+        "context": CONTEXT,
+    }
+    faithfulness = create_faithfulness_scorer("local", get_context=run_context)
+    hallucination = create_hallucination_scorer("local", get_context=run_context)
+    report = await run_evals([half_invented], [faithfulness, hallucination])
+    [item] = report.items
+    assert item.scorer_results["faithfulness"].score == 0.5
+    assert item.scorer_results["hallucination"].score == 0.5
+    assert item.scorer_results["faithfulness"].label == "fail"
+    assert item.scorer_results["hallucination"].label == "fail"
+    assert report.summaries["faithfulness"].pass_rate == 0.0
+    assert report.summaries["hallucination"].pass_rate == 0.0
 
 
 async def test_an_agent_target_and_an_async_callable() -> None:

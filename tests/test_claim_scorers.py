@@ -51,7 +51,7 @@ async def test_faithfulness_seed_examples_one_call(example: SeedExample) -> None
     assert [v["verdict"] for v in verdicts] == [v for _, v in example.verdicts]
     assert result.reason is not None
     assert result.reason.startswith(f"The score is {result.score:g} because")
-    assert result.passed is (example.faithfulness >= 0.5)
+    assert result.passed is (example.faithfulness >= 0.8)  # the default pass line
     assert result.label == ("pass" if result.passed else "fail")
     assert result.input[0].content == example.query
     assert result.context == example.context
@@ -67,7 +67,7 @@ async def test_hallucination_seed_examples(example: SeedExample) -> None:
     assert result.score == pytest.approx(example.hallucination, abs=0.005)
     assert result.preprocess_step_result == {"claims": [c for c, _ in example.verdicts]}
     # lower is better: passes at or below the threshold
-    assert result.passed is (example.hallucination <= 0.5)
+    assert result.passed is (example.hallucination <= 0.2)
 
 
 async def test_reason_names_the_unsupported_and_contradicted_claims() -> None:
@@ -195,7 +195,7 @@ async def test_judge_finding_no_claims_gives_no_claims_status() -> None:
     )
     assert result.status is ScoreStatus.NO_CLAIMS
     assert result.score == 0
-    assert result.reason == "The score is 0 because the output makes no claims to check."
+    assert result.reason == "Not scored: the output makes no claims to check."
 
 
 async def test_stepwise_zero_claims_makes_no_verdict_call() -> None:
@@ -242,7 +242,7 @@ async def test_scale_strict_mode_and_threshold() -> None:
     )
     result = await scaled.run(seed_run(GROWTH))
     assert result.score == pytest.approx(6.67)
-    assert result.passed is True  # threshold 0.5 of the scale = 5
+    assert result.passed is False  # the default line, 0.8 of the scale, is 8
 
     strict = create_faithfulness_scorer(
         judge_for(endpoint, use_cache=False), context=GROWTH.context, strict_mode=True

@@ -645,5 +645,5 @@ async def test_an_invalid_dict_run_is_a_failed_result() -> None:
     )
     assert result.status is ScoreStatus.FAILED
     assert result.error is not None
-    assert result.error.type == "TypeError"
-    assert "expected a string or chat messages, got int" in result.error.message
+    assert result.error.type == "UnreadableMessageError"
+    assert "expected a chat message, got int" in result.error.message

@@ -66,3 +66,9 @@ def test_fastapi_service_answers_and_reports_sampled_scores() -> None:
     sampled = {t for t in traces if sample_point(t, "") < 0.5}  # sampling 0.5 on the trace id
     assert {s["trace_id"] for s in scores} == sampled
     assert all(s["score"] == 1.0 and s["label"] == "pass" for s in scores)
+
+
+def test_openai_loop_is_scored_through_evals_submit() -> None:
+    out = run_example("openai_loop.py")
+    assert "A: Order 1042 was shipped with UPS on 2026-11-18." in out
+    assert "faithfulness 1.00 (pass)" in out

@@ -7,13 +7,8 @@ from typing import Any
 import pytest
 from openai.types.chat import ChatCompletionMessage
 
-from agentscore.messages import (
-    Message,
-    ToolCall,
-    assistant_text,
-    coerce_messages,
-    last_user_text,
-)
+from agentscore.adapters import coerce_messages
+from agentscore.messages import Message, ToolCall, assistant_text, last_user_text
 from agentscore.run import ScorerRun
 
 
@@ -180,7 +175,7 @@ def test_tool_call_arguments_given_as_an_object_become_json_text() -> None:
 @pytest.mark.parametrize(
     ("value", "message"),
     [
-        (42, "expected a string or chat messages, got int"),
+        (42, "expected a chat message, got int"),
         ({"role": "robot", "content": "beep"}, "unknown message role 'robot'"),
         ([{"role": "user", "content": "ok"}, 3.5], "expected a chat message, got float"),
         (

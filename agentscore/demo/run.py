@@ -8,6 +8,7 @@ import time
 from agentscore._table import render_table
 from agentscore.agent import Agent
 from agentscore.context import ContextParams, extract_tool_results, format_tool_result
+from agentscore.demo.reasons import render_reasons
 from agentscore.demo.support import (
     INSTRUCTIONS,
     QUESTIONS,
@@ -29,7 +30,7 @@ def tool_results_context(params: ContextParams) -> list[str]:
     return [format_tool_result(result) for result in extract_tool_results(params.run.output)]
 
 
-def run_demo(model: str | None = None, judge: str | None = None) -> int:
+def run_demo(model: str | None = None, judge: str | None = None, *, reasons: bool = False) -> int:
     live_model = model or ("gpt-4o-mini" if os.environ.get("OPENAI_API_KEY") else None)
     judge_name = judge or live_model or "local"
     telemetry = setup_telemetry("agentscore-demo")
@@ -83,6 +84,15 @@ def run_demo(model: str | None = None, judge: str | None = None) -> int:
             ["question", "faithfulness (higher=better)", "hallucination (lower=better)"], rows
         )
     )
+    if reasons:
+        print("\nWhy each answer scored as it did:\n")
+        print(
+            render_reasons(
+                [(run_id, question) for run_id, question, _ in answers],
+                list(scores.values()),
+                scorer_ids=[scorer.id for scorer in scorers],
+            )
+        )
     stats = agent.runner.stats()
     print(
         f"\n{len(QUESTIONS)} answers in {generated:.2f}s; scorer runs: {stats.scored} scored, "

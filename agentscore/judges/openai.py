@@ -15,7 +15,8 @@ from pydantic import BaseModel
 
 from agentscore._clients import LoopLocalClient, create_chat_completion, current_loop_token
 from agentscore._options import check_number
-from agentscore._redact import redact
+from agentscore._redact import known_secrets, redact, register_secret
+from agentscore.adapters import coerce_messages
 from agentscore.errors import (
     ConfigurationError,
     JudgeAuthError,
@@ -32,7 +33,6 @@ from agentscore.errors import (
 from agentscore.judges._cache import ResponseCache, cache_key
 from agentscore.judges._structured import parse_reply, strict_schema
 from agentscore.judges.base import JudgeReply, JudgeRequest, JudgeUsage
-from agentscore.messages import coerce_messages
 from agentscore.telemetry.core import current_telemetry
 from agentscore.telemetry.semconv import INPUT_MESSAGES
 from agentscore.telemetry.spans import chat_span, messages_attribute, record_chat_response
@@ -92,6 +92,8 @@ class OpenAIJudge:
         self._model = model
         self._base_url = base_url
         self._api_key = api_key
+        register_secret(api_key)
+        register_secret(client.api_key if client is not None else None)
         self._temperature = temperature
         self._client = LoopLocalClient(
             lambda: AsyncOpenAI(
@@ -156,8 +158,10 @@ class OpenAIJudge:
             try:
                 value = self._accept(reply_text, request)
             except ValueError as first_problem:
+                # The bad reply may quote what the judge saw, a key included; the repair
+                # request goes back out (and onto the chat span), so it is redacted first.
                 messages += [
-                    {"role": "assistant", "content": reply_text or ""},
+                    {"role": "assistant", "content": _redact_reply(reply_text or "")},
                     {"role": "user", "content": _repair_prompt(first_problem, schema)},
                 ]
                 reply_text, call_usage = await self._chat(messages, request.output_type, schema)
@@ -166,7 +170,8 @@ class OpenAIJudge:
                     value = self._accept(reply_text, request)
                 except ValueError as second_problem:
                     raise JudgeOutputError(
-                        f"invalid judge reply after one repair attempt: {second_problem}"
+                        "invalid judge reply after one repair attempt: "
+                        + redact(str(second_problem))
                     ) from None
         except JudgeError as exc:
             exc.usage = usage + (exc.usage or JudgeUsage())
@@ -266,9 +271,7 @@ class OpenAIJudge:
             return response
 
     def _bad_body(self, what: str) -> JudgeResponseError:
-        return JudgeResponseError(
-            _clip(redact(f"judge endpoint answered 200 with {what}", self._api_key))
-        )
+        return JudgeResponseError(redact(f"judge endpoint answered 200 with {what}", self._api_key))
 
     def _format_kwargs(
         self, output_type: type[BaseModel], schema: dict[str, Any]
@@ -323,18 +326,21 @@ def _backoff(retry: int) -> float:
     return min(_RETRY_DELAY * 2.0 ** (retry - 1), _MAX_RETRY_DELAY) * (1 - 0.25 * random.random())
 
 
-def _clip(text: str, limit: int = 300) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def _mentions_format(exc: openai.APIStatusError) -> bool:
     text = str(exc).lower()
     return any(hint in text for hint in _FORMAT_HINTS)
 
 
+def _redact_reply(text: str) -> str:
+    # Not `redact`: its length bound would cut the JSON the judge has to repair.
+    for secret in known_secrets():
+        text = text.replace(secret, "[REDACTED]")
+    return text
+
+
 def _repair_prompt(problem: ValueError, schema: dict[str, Any]) -> str:
     return (
-        f"Your previous reply could not be used: {problem}. Reply again with one JSON object "
-        "that matches this JSON schema exactly, and nothing else:\n"
+        f"Your previous reply could not be used: {redact(str(problem))}. Reply again with one "
+        "JSON object that matches this JSON schema exactly, and nothing else:\n"
         + json.dumps(schema, separators=(",", ":"))
     )

@@ -8,7 +8,11 @@ daemon thread, gives every caller the same path and never touches the caller's l
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextvars
+import os
 import threading
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -25,11 +29,17 @@ class BackgroundLoop:
 
     def __init__(self, name: str = "agentscore-background") -> None:
         self._name = name
+        self._reset()
+        _loops.add(self)
+
+    def _reset(self) -> None:
+        # Also the state of a forked child: the parent's thread and loop did not come along.
         self._lock = threading.Lock()
         self._portal: BlockingPortal | None = None
         self._thread: threading.Thread | None = None
         self._stop: anyio.Event | None = None
         self._asyncio_loop: asyncio.AbstractEventLoop | None = None
+        self._tasks: set[asyncio.Task[object]] = set()
 
     @property
     def thread(self) -> threading.Thread | None:
@@ -68,6 +78,20 @@ class BackgroundLoop:
         assert self._asyncio_loop is not None
         self._asyncio_loop.call_soon_threadsafe(func)
 
+    def spawn(self, func: Callable[[], Awaitable[object]]) -> None:
+        """Start `func()` as a task on the loop from any thread, without waiting for it."""
+        self.portal()
+        loop = self._asyncio_loop
+        assert loop is not None
+
+        def start() -> None:
+            task = loop.create_task(_as_coroutine(func))
+            self._tasks.add(task)  # the loop keeps only weak references to tasks
+            task.add_done_callback(self._tasks.discard)
+
+        # A fresh context: the caller's (sniffio's "trio", say) must not reach our tasks.
+        loop.call_soon_threadsafe(start, context=contextvars.Context())
+
     def _start(self) -> None:
         ready = threading.Event()
         failure: list[BaseException] = []
@@ -75,6 +99,7 @@ class BackgroundLoop:
         async def main() -> None:
             async with BlockingPortal() as portal:
                 self._asyncio_loop = asyncio.get_running_loop()
+                self._asyncio_loop.set_default_executor(_ThreadPerCall())
                 self._stop = anyio.Event()
                 self._portal = portal
                 ready.set()
@@ -95,5 +120,43 @@ class BackgroundLoop:
         if failure:
             raise RuntimeError("agentscore background loop failed to start") from failure[0]
 
+
+class _ThreadPerCall(concurrent.futures.ThreadPoolExecutor):
+    """The loop's default executor (asyncio sends `getaddrinfo` there): one daemon thread
+    per call. The standard pool refuses work once interpreter shutdown has begun, which is
+    exactly when the exit flush opens the judge's first connection. (asyncio insists on a
+    ThreadPoolExecutor; none of the pool's own machinery is used.)"""
+
+    def submit(
+        self, fn: Callable[..., T], /, *args: Any, **kwargs: Any
+    ) -> concurrent.futures.Future[T]:
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+        def run() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                future.set_result(fn(*args, **kwargs))
+            except BaseException as exc:  # handed to the waiting coroutine
+                future.set_exception(exc)
+
+        threading.Thread(target=run, name="agentscore-executor", daemon=True).start()
+        return future
+
+
+async def _as_coroutine(func: Callable[[], Awaitable[object]]) -> object:
+    return await func()
+
+
+_loops: weakref.WeakSet[BackgroundLoop] = weakref.WeakSet()
+
+
+def _reset_loops_in_child() -> None:
+    for loop in list(_loops):
+        loop._reset()
+
+
+# A child of fork() has only the forking thread: every loop restarts on its first use there.
+os.register_at_fork(after_in_child=_reset_loops_in_child)
 
 background_loop = BackgroundLoop()

@@ -9,7 +9,6 @@ per-run timeout. At every moment: submitted = scored + failed + dropped + pendin
 from __future__ import annotations
 
 import atexit
-import inspect
 import math
 import os
 import threading
@@ -17,6 +16,7 @@ import time
 import weakref
 from collections import deque
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 import anyio
@@ -24,11 +24,12 @@ import anyio.to_thread
 import structlog
 
 from agentscore._options import check_number
+from agentscore.live._callbacks import call_user
 from agentscore.live._loop import BackgroundLoop, background_loop
 from agentscore.result import ScoreResult, ScoreStatus
 from agentscore.run import ScorerRun
 from agentscore.scorers.base import Scorer
-from agentscore.telemetry.core import Telemetry
+from agentscore.telemetry.core import Telemetry, reset_telemetry, use_telemetry
 from agentscore.telemetry.evaluations import evaluate, record_dropped
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
     "ScoreJob",
     "ScoreSink",
     "default_runner",
+    "exit_deadline",
     "exit_flush_timeout",
     "flush_started_runners",
     "shutdown_started_runners",
@@ -56,6 +58,9 @@ class ScoreJob:
     run: ScorerRun
     telemetry: Telemetry | None = None
     on_result: ScoreSink | None = None
+    # Reads the run's messages on the background loop instead of the caller's path; until
+    # then `run` holds only its ids (what drop accounting needs).
+    read: Callable[[], ScorerRun] | None = None
 
 
 DropHandler = Callable[[ScoreJob, str], object]
@@ -100,11 +105,19 @@ class Runner:
         self._drop_log_interval = drop_log_interval
         self.sink_timeout = sink_timeout
 
+        self._closed = False
+        self._reset()
+        _all_runners.add(self)
+
+    def _reset(self) -> None:
+        """A fresh start; also the state of a forked child, whose copy of the parent's queue
+        and running jobs belongs to the parent (it scores them), and whose dispatcher did not
+        survive the fork."""
         self._lock = threading.Lock()
         self._idle_condition = threading.Condition(self._lock)
         self._queue: deque[ScoreJob] = deque()
         self._submitted = self._scored = self._failed = self._dropped = self._pending = 0
-        self._started = self._closed = self._stopping = False
+        self._started = self._stopping = False
         self._dispatcher_idle = False
         self._wakeup: anyio.Event | None = None
         self._drops_unlogged = 0
@@ -151,7 +164,7 @@ class Runner:
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until no job is queued or running; False if `timeout` (seconds) ran out first."""
-        if self._loop.in_loop_thread():
+        if self._loop.in_loop_thread() or _in_job.get():
             raise RuntimeError("flush() from the background loop would wait on itself")
         with self._idle_condition:
             return self._idle_condition.wait_for(lambda: self._pending == 0, timeout)
@@ -177,7 +190,9 @@ class Runner:
         return finished
 
     def _start(self) -> None:
-        self._loop.portal().start_task_soon(self._dispatch)
+        # Not the portal's start_task_soon: it waits for the loop to take the task, which
+        # a busy loop makes the caller pay for.
+        self._loop.spawn(self._dispatch)
         _started_runners.add(self)
 
     def _wake(self) -> None:
@@ -208,6 +223,8 @@ class Runner:
             await wakeup.wait()
 
     async def _execute(self, job: ScoreJob, slots: anyio.Semaphore) -> None:
+        # Task-local, and copied into the worker threads of sync sinks and steps.
+        _in_job.set(True)
         result: ScoreResult | None = None
         try:
             result = await self._score(job)
@@ -230,24 +247,34 @@ class Runner:
                     self._idle_condition.notify_all()
 
     async def _deliver(self, job: ScoreJob, result: ScoreResult) -> None:
+        # Sinks that export (PhoenixAnnotations) follow the agent's content switch.
+        token = use_telemetry(job.telemetry) if job.telemetry is not None else None
+        try:
+            await self._deliver_to_sinks(job, result)
+        finally:
+            if token is not None:
+                reset_telemetry(token)
+
+    async def _deliver_to_sinks(self, job: ScoreJob, result: ScoreResult) -> None:
         for sink in (job.on_result, *self._sinks):
             if sink is None:
                 continue
             try:
-                delivered = sink(result)
-                if inspect.isawaitable(delivered):
-                    with anyio.fail_after(self.sink_timeout):
-                        await delivered
+                with anyio.fail_after(self.sink_timeout):
+                    await call_user(sink, result)
             except Exception as exc:  # a sink must not stop the others or the dispatcher
                 _log.error("score_sink_failed", sink=repr(sink), error_type=type(exc).__name__)
 
     async def _score(self, job: ScoreJob) -> ScoreResult:
+        run = job.run
         try:
+            if job.read is not None:
+                run = job.read()
             if job.telemetry is not None:
-                return await evaluate(job.telemetry, job.scorer, job.run, timeout=self.run_timeout)
-            return await job.scorer.run(job.run, timeout=self.run_timeout)
+                return await evaluate(job.telemetry, job.scorer, run, timeout=self.run_timeout)
+            return await job.scorer.run(run, timeout=self.run_timeout)
         except Exception as exc:  # telemetry export trouble: the run still ends, as failed
-            return job.scorer.failed_result(job.run, exc)
+            return job.scorer.failed_result(run, exc)
 
     def _dropped_job(self, job: ScoreJob, reason: str) -> None:
         if job.telemetry is not None:
@@ -276,6 +303,8 @@ def _scorer_name(job: ScoreJob) -> str:
     return str(getattr(job.scorer, "id", type(job.scorer).__name__))
 
 
+_in_job: ContextVar[bool] = ContextVar("agentscore_in_job", default=False)
+_all_runners: weakref.WeakSet[Runner] = weakref.WeakSet()
 _default_runner: Runner | None = None
 _default_lock = threading.Lock()
 _started_runners: weakref.WeakSet[Runner] = weakref.WeakSet()
@@ -325,7 +354,32 @@ def exit_flush_timeout() -> float:
     return value
 
 
+_exit_deadline: float | None = None
+
+
+def exit_deadline() -> float:
+    """The `time.monotonic()` by which every exit hook must be done: one budget for all of
+    them, fixed when the first one asks."""
+    global _exit_deadline
+    with _default_lock:
+        if _exit_deadline is None:
+            _exit_deadline = time.monotonic() + exit_flush_timeout()
+        return _exit_deadline
+
+
+def _reset_runners_in_child() -> None:
+    global _default_lock, _exit_deadline
+    _default_lock = threading.Lock()
+    _exit_deadline = None
+    _started_runners.clear()
+    for runner in list(_all_runners):
+        runner._reset()
+
+
+os.register_at_fork(after_in_child=_reset_runners_in_child)
+
+
 @atexit.register
 def _flush_at_exit() -> None:
     """Give pending scores a bounded time to finish when the interpreter exits."""
-    shutdown_started_runners(exit_flush_timeout())
+    shutdown_started_runners(max(0.0, exit_deadline() - time.monotonic()))

@@ -7,7 +7,6 @@ flow instead: extract claims, analyze them, ask for a reason, each its own call.
 
 from __future__ import annotations
 
-import inspect
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from agentscore.context import (
 from agentscore.errors import ConfigurationError, InputTooLargeError
 from agentscore.judges.base import JudgeRequest
 from agentscore.judges.resolve import JudgeLike
+from agentscore.live._callbacks import call_user, on_loop
 from agentscore.scorers import prompts
 from agentscore.scorers.base import Score, Scorer, StepParams
 from agentscore.scorers.prompts import ClaimMode, Verdict, VerdictItem
@@ -98,6 +98,7 @@ class _CommonSteps:
         self.options = options
         self.mode = options.mode
 
+    @on_loop
     def generate_score(self, params: StepParams) -> Score:
         verdicts: list[VerdictItem] = params.state["verdicts"]
         if not verdicts:
@@ -148,9 +149,11 @@ class _OneCallSteps(_CommonSteps):
         ]
         return self.claims_shape([item.claim for item in reply.claims])
 
+    @on_loop
     def analyze(self, params: StepParams) -> dict[str, Any]:
         return _verdicts_shape(params.state["verdicts"])
 
+    @on_loop
     def generate_reason(self, params: StepParams) -> str:
         assert params.score is not None
         return compose_reason(
@@ -269,9 +272,8 @@ async def _resolve_context(options: ClaimScorerOptions, params: StepParams, step
             results=dict(params.results),
             score=params.score,
         )
-        raw = options.get_context(request)
-        if inspect.isawaitable(raw):
-            raw = await raw
+        # Off the loop: a slow sync get_context must not hold every other score.
+        raw = await call_user(options.get_context, request)
     elif options.context is not None:
         raw = options.context
     else:
@@ -316,7 +318,7 @@ def compose_reason(
     claims the way the score did."""
     total = len(verdicts)
     if total == 0:
-        return f"The score is {score:g} because the output makes no claims to check."
+        return "Not scored: the output makes no claims to check."
     contradicted = [item for item in verdicts if item.verdict is Verdict.NO]
     unverifiable = [item for item in verdicts if item.verdict is Verdict.UNSURE]
     supported = total - len(contradicted) - len(unverifiable)

@@ -7,7 +7,6 @@ raises while scoring: every failure comes back as a `ScoreResult` with status "f
 
 from __future__ import annotations
 
-import inspect
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -18,12 +17,19 @@ import structlog
 from pydantic import BaseModel
 
 from agentscore._redact import redact
-from agentscore.errors import ConfigurationError, JudgeError, ScorerTimeoutError
+from agentscore.errors import (
+    ConfigurationError,
+    JudgeError,
+    ScorerTimeoutError,
+    UnreadableMessageError,
+)
 from agentscore.judges.base import Judge, JudgeRequest, JudgeUsage
 from agentscore.judges.resolve import JudgeLike, resolve_judge
+from agentscore.live._callbacks import call_user
 from agentscore.live._loop import background_loop
 from agentscore.result import ScoreError, ScoreResult, ScoreStatus
 from agentscore.run import ScorerRun
+from agentscore.telemetry.core import scoring_scope
 
 __all__ = [
     "DEFAULT_SYSTEM_PROMPT",
@@ -156,6 +162,10 @@ class Scorer:
 
         `timeout` (seconds) tightens the scorer's own budget for this run.
         """
+        with scoring_scope():
+            return await self._run(run, timeout)
+
+    async def _run(self, run: ScorerRun | Mapping[str, Any], timeout: float | None) -> ScoreResult:
         budget = min((t for t in (self.timeout, timeout) if t is not None), default=None)
         try:
             snapshot = run if isinstance(run, ScorerRun) else ScorerRun.model_validate(run)
@@ -164,6 +174,8 @@ class Scorer:
                 ScorerRun(), exc, StepParams(run=ScorerRun(), judge=self.judge)
             )
         params = StepParams(run=snapshot, judge=self.judge)
+        if snapshot.read_error is not None:
+            return self.failed_result(snapshot, UnreadableMessageError(snapshot.read_error), params)
         try:
             if budget is None:
                 return await self._run_steps(params)
@@ -187,7 +199,7 @@ class Scorer:
                 self._trace(name, params.results[f"{name}_step_result"])
 
         params.step = "generate_score"
-        outcome = await _maybe_await(self._generate_score(params))
+        outcome = await call_user(self._generate_score, params)
         value, status = _score_value(outcome)
         if not math.isfinite(value):
             raise ValueError(f"generate_score returned a non-finite score: {value!r}")
@@ -284,7 +296,7 @@ create_scorer = Scorer
 async def _call_step(step: Step, params: StepParams) -> Any:
     if isinstance(step, JudgePrompt):
         return await params.ask(_request_for(step, params))
-    return await _maybe_await(step(params))
+    return await call_user(step, params)
 
 
 def _request_for(prompt: JudgePrompt[T], params: StepParams) -> JudgeRequest[T]:
@@ -296,12 +308,6 @@ def _request_for(prompt: JudgePrompt[T], params: StepParams) -> JudgeRequest[T]:
         output_type=prompt.output_type,
         validate=None if check is None else (lambda value: check(value, params)),
     )
-
-
-async def _maybe_await(value: Any) -> Any:
-    if inspect.isawaitable(value):
-        return await value
-    return value
 
 
 def _plain(value: Any) -> Any:

@@ -9,7 +9,11 @@ from agentscore.judges.resolve import JudgeLike
 from agentscore.scorers._claims import ClaimScorerOptions, build_claim_scorer, scaled_threshold
 from agentscore.scorers.base import Scorer
 
-__all__ = ["create_faithfulness_scorer"]
+__all__ = ["DEFAULT_THRESHOLD", "create_faithfulness_scorer"]
+
+# Passing means at least 4 claims in 5 are supported: an answer with one claim in three
+# unverified, or half invented, fails.
+DEFAULT_THRESHOLD = 0.8
 
 
 def create_faithfulness_scorer(
@@ -18,7 +22,7 @@ def create_faithfulness_scorer(
     context: Sequence[str] | None = None,
     get_context: GetContext | None = None,
     scale: float = 1.0,
-    threshold: float | None = 0.5,
+    threshold: float | None = DEFAULT_THRESHOLD,
     strict_mode: bool = False,
     include_reason: bool = True,
     verbose: bool = False,

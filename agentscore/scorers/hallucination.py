@@ -9,7 +9,11 @@ from agentscore.judges.resolve import JudgeLike
 from agentscore.scorers._claims import ClaimScorerOptions, build_claim_scorer, scaled_threshold
 from agentscore.scorers.base import Scorer
 
-__all__ = ["create_hallucination_scorer"]
+__all__ = ["DEFAULT_THRESHOLD", "create_hallucination_scorer"]
+
+# The mirror of faithfulness's 0.8: at most one claim in five may go beyond the context;
+# an answer with half its claims invented fails.
+DEFAULT_THRESHOLD = 0.2
 
 
 def create_hallucination_scorer(
@@ -18,7 +22,7 @@ def create_hallucination_scorer(
     context: Sequence[str] | None = None,
     get_context: GetContext | None = None,
     scale: float = 1.0,
-    threshold: float | None = 0.5,
+    threshold: float | None = DEFAULT_THRESHOLD,
     strict_mode: bool = False,
     include_reason: bool = True,
     verbose: bool = False,

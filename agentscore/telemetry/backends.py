@@ -2,8 +2,12 @@
 
 Off by default: add one to a runner (`runner.add_sink(PhoenixAnnotations())`) or pass it as
 `on_score`. Each posts from a worker thread, so the background loop keeps scoring; a failure
-is logged (status and error type, never the key) and never raised. The explanation follows
-the content rule of the evaluation span: a verdict count unless `capture_content=True`.
+is logged (status and error type, never the key) and never raised.
+
+One content switch governs every exporter: the `capture_content` of the `Telemetry` whose
+evaluation is delivered (the agent's), or of the `telemetry=` given here. Off, the
+explanation is a verdict count; on, it is the reason, with each claim's text, verdict and
+reason in the annotation's metadata. A run with no claims posts its label, never a score.
 """
 
 from __future__ import annotations
@@ -19,7 +23,14 @@ import anyio.to_thread
 import structlog
 
 from agentscore.result import ScoreResult
-from agentscore.telemetry.evaluations import explanation_for
+from agentscore.telemetry.core import Telemetry, current_telemetry
+from agentscore.telemetry.evaluations import (
+    averaged_score,
+    claims_for,
+    explanation_for,
+    label_for,
+)
+from agentscore.telemetry.roots import RootSpans
 
 __all__ = ["LangfuseScores", "PhoenixAnnotations"]
 
@@ -28,21 +39,25 @@ _log = structlog.get_logger("agentscore.backends")
 
 class PhoenixAnnotations:
     """Each result becomes a span annotation on the agent's span (POST /v1/span_annotations),
-    named after the scorer, so Phoenix lists it with its other evaluations."""
+    named after the scorer, so Phoenix lists it with its other evaluations. With
+    `root_spans` (a `RootSpans` processor on your tracer provider), the trace's root span
+    gets the same annotation, so Phoenix's trace list shows it too."""
 
     def __init__(
         self,
         base_url: str | None = None,
         *,
         api_key: str | None = None,
-        capture_content: bool = False,
+        telemetry: Telemetry | None = None,
+        root_spans: RootSpans | None = None,
         timeout: float = 10.0,
     ) -> None:
         self.base_url = (
             base_url or os.environ.get("PHOENIX_COLLECTOR_ENDPOINT") or "http://127.0.0.1:6006"
         ).rstrip("/")
         self._api_key = api_key or os.environ.get("PHOENIX_API_KEY")
-        self.capture_content = capture_content
+        self.telemetry = telemetry
+        self.root_spans = root_spans
         self.timeout = timeout
 
     def __repr__(self) -> str:
@@ -51,22 +66,43 @@ class PhoenixAnnotations:
     async def __call__(self, result: ScoreResult) -> None:
         if not result.span_id:
             return
-        annotation = {
-            "span_id": result.span_id,
-            "name": result.scorer_id,
-            "annotator_kind": "LLM",
-            "identifier": f"agentscore:{result.run_id}",
-            "result": {
-                "score": result.score,
-                "label": result.label or result.status.value,
-                "explanation": explanation_for(result, self.capture_content),
-            },
-            "metadata": {"status": result.status.value, "judge_model": result.judge_model},
+        capture = _capture_content(self.telemetry)
+        outcome: dict[str, Any] = {
+            "label": label_for(result) or result.status.value,
+            "explanation": explanation_for(result, capture),
         }
+        score = averaged_score(result)
+        if score is not None:
+            outcome["score"] = score
+        metadata: dict[str, Any] = {
+            "status": result.status.value,
+            "judge_model": result.judge_model,
+        }
+        if capture:
+            metadata["claims"] = claims_for(result)
+        span_ids = [result.span_id]
+        root = (
+            self.root_spans.root_of(result.trace_id)
+            if self.root_spans and result.trace_id
+            else None
+        )
+        if root and root != result.span_id:
+            span_ids.append(root)
+        annotations = [
+            {
+                "span_id": span_id,
+                "name": result.scorer_id,
+                "annotator_kind": "LLM",
+                "identifier": f"agentscore:{result.run_id}",
+                "result": outcome,
+                "metadata": metadata,
+            }
+            for span_id in span_ids
+        ]
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
         await _post(
             f"{self.base_url}/v1/span_annotations",
-            {"data": [annotation]},
+            {"data": annotations},
             headers,
             self.timeout,
         )
@@ -83,7 +119,7 @@ class LangfuseScores:
         *,
         public_key: str | None = None,
         secret_key: str | None = None,
-        capture_content: bool = False,
+        telemetry: Telemetry | None = None,
         timeout: float = 10.0,
     ) -> None:
         self.host = (
@@ -91,23 +127,25 @@ class LangfuseScores:
         ).rstrip("/")
         self._public_key = public_key or os.environ.get("LANGFUSE_PUBLIC_KEY", "")
         self._secret_key = secret_key or os.environ.get("LANGFUSE_SECRET_KEY", "")
-        self.capture_content = capture_content
+        self.telemetry = telemetry
         self.timeout = timeout
 
     def __repr__(self) -> str:
         return f"LangfuseScores({self.host!r})"
 
     async def __call__(self, result: ScoreResult) -> None:
-        if result.score is None or not result.trace_id:
+        if result.failed or not result.trace_id:
             return
+        value = averaged_score(result)
         score = {
             "id": f"agentscore-{result.run_id}-{result.scorer_id}",
             "traceId": result.trace_id,
             "observationId": result.span_id,
             "name": result.scorer_id,
-            "value": result.score,
-            "dataType": "NUMERIC",
-            "comment": explanation_for(result, self.capture_content),
+            # A run with no claims is a category, which Langfuse does not average.
+            "value": value if value is not None else label_for(result),
+            "dataType": "NUMERIC" if value is not None else "CATEGORICAL",
+            "comment": explanation_for(result, _capture_content(self.telemetry)),
         }
         credentials = f"{self._public_key}:{self._secret_key}".encode()
         headers = {"Authorization": "Basic " + base64.b64encode(credentials).decode()}
@@ -117,6 +155,11 @@ class LangfuseScores:
             headers,
             self.timeout,
         )
+
+
+def _capture_content(telemetry: Telemetry | None) -> bool:
+    # The runner delivers results with the agent's telemetry current.
+    return (telemetry or current_telemetry()).capture_content
 
 
 async def _post(url: str, payload: Any, headers: dict[str, str], timeout: float) -> None:

@@ -4,13 +4,23 @@ from __future__ import annotations
 
 import contextvars
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from opentelemetry import _logs, metrics, trace
 from opentelemetry.metrics import Counter, Histogram, Meter, MeterProvider
 from opentelemetry.trace import Tracer, TracerProvider
 
-__all__ = ["CAPTURE_CONTENT_ENV", "Telemetry", "current_telemetry", "use_telemetry"]
+__all__ = [
+    "CAPTURE_CONTENT_ENV",
+    "Telemetry",
+    "current_telemetry",
+    "reset_telemetry",
+    "scoring_in_progress",
+    "scoring_scope",
+    "use_telemetry",
+]
 
 CAPTURE_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 _SCOPE = "agentscore"
@@ -80,3 +90,25 @@ def current_telemetry() -> Telemetry:
 
 def use_telemetry(telemetry: Telemetry) -> contextvars.Token[Telemetry | None]:
     return _current.set(telemetry)
+
+
+def reset_telemetry(token: contextvars.Token[Telemetry | None]) -> None:
+    _current.reset(token)
+
+
+# Set while a scorer runs, in its context (and the threads it hands work to), so that the span
+# processor never reads the judge's own spans as generations to score: no scoring of scoring.
+_scoring: contextvars.ContextVar[bool] = contextvars.ContextVar("agentscore_scoring", default=False)
+
+
+def scoring_in_progress() -> bool:
+    return _scoring.get()
+
+
+@contextmanager
+def scoring_scope() -> Iterator[None]:
+    token = _scoring.set(True)
+    try:
+        yield
+    finally:
+        _scoring.reset(token)

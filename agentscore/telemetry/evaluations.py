@@ -8,6 +8,7 @@ The judge's own chat spans nest under the evaluation span because scoring runs i
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from typing import Any
 
@@ -29,12 +30,21 @@ from agentscore.telemetry import semconv
 from agentscore.telemetry.core import Telemetry, _current, use_telemetry
 
 __all__ = [
+    "CLAIMS_ATTRIBUTE",
+    "averaged_score",
+    "claims_for",
     "evaluate",
     "evaluation_attributes",
     "explanation_for",
+    "label_for",
     "parent_context",
     "record_dropped",
 ]
+
+
+# With content capture on: a JSON list of {claim, verdict, reason}, so a person reading the
+# evaluation sees which claim failed and why.
+CLAIMS_ATTRIBUTE = "agentscore.claims"
 
 
 def parent_context(run: ScorerRun) -> Context | None:
@@ -106,13 +116,17 @@ def evaluation_attributes(result: ScoreResult, capture_content: bool) -> dict[st
         "agentscore.judge.input_tokens": result.judge_usage.input_tokens,
         "agentscore.judge.output_tokens": result.judge_usage.output_tokens,
     }
-    if result.score is not None:
+    if averaged_score(result) is not None:
         attributes[semconv.EVALUATION_SCORE_VALUE] = result.score
-    if result.label is not None:
-        attributes[semconv.EVALUATION_SCORE_LABEL] = result.label
+    label = label_for(result)
+    if label is not None:
+        attributes[semconv.EVALUATION_SCORE_LABEL] = label
     explanation = explanation_for(result, capture_content)
     if explanation:
         attributes[semconv.EVALUATION_EXPLANATION] = explanation
+    claims = claims_for(result) if capture_content else []
+    if claims:
+        attributes[CLAIMS_ATTRIBUTE] = json.dumps(claims, ensure_ascii=False)
     if result.response_id:
         attributes[semconv.RESPONSE_ID] = result.response_id
     if result.agent_name:
@@ -122,6 +136,36 @@ def evaluation_attributes(result: ScoreResult, capture_content: bool) -> dict[st
     return attributes
 
 
+def averaged_score(result: ScoreResult) -> float | None:
+    """The score a backend may average: none for a run with nothing to judge, whose 0 is a
+    placeholder that would drag every mean down."""
+    return result.score if result.status is ScoreStatus.SCORED else None
+
+
+def label_for(result: ScoreResult) -> str | None:
+    """pass / fail; "no_claims" for a run that neither passes nor fails."""
+    if result.status is ScoreStatus.NO_CLAIMS:
+        return ScoreStatus.NO_CLAIMS.value
+    return result.label
+
+
+def claims_for(result: ScoreResult) -> list[dict[str, str]]:
+    """Each claim with its verdict and reason, from a claim scorer's verdicts; [] otherwise.
+    They quote the answer, so exporters send them only with content capture on."""
+    verdicts = (
+        result.analyze_step_result.get("verdicts")
+        if isinstance(result.analyze_step_result, dict)
+        else None
+    )
+    if not isinstance(verdicts, list):
+        return []
+    return [
+        {key: str(item.get(key, "")) for key in ("claim", "verdict", "reason")}
+        for item in verdicts
+        if isinstance(item, dict)
+    ]
+
+
 def explanation_for(result: ScoreResult, capture_content: bool) -> str:
     """The reason when content may be captured; else counts of verdicts, because the reason
     quotes the answer's claims."""
@@ -129,14 +173,19 @@ def explanation_for(result: ScoreResult, capture_content: bool) -> str:
         return result.reason
     if result.error is not None:
         return f"failed: {result.error.type}"
-    verdicts = (result.analyze_step_result or {}).get("verdicts")
+    verdicts = (
+        result.analyze_step_result.get("verdicts")
+        if isinstance(result.analyze_step_result, dict)
+        else None
+    )
     if not isinstance(verdicts, list):
         return ""
     if not verdicts:
         return "no claims to check"
     counts = Counter(item.get("verdict") for item in verdicts if isinstance(item, dict))
     return (
-        f"{len(verdicts)} claims: {counts.get('yes', 0)} supported, "
+        f"{len(verdicts)} claim{'' if len(verdicts) == 1 else 's'}: "
+        f"{counts.get('yes', 0)} supported, "
         f"{counts.get('no', 0)} contradicted, {counts.get('unsure', 0)} unverifiable"
     )
 
@@ -147,5 +196,6 @@ def _record_metrics(telemetry: Telemetry, result: ScoreResult) -> None:
         attributes[semconv.AGENT_NAME] = result.agent_name
     outcome = "failed" if result.status is ScoreStatus.FAILED else "scored"
     telemetry.instruments.runs.add(1, {**attributes, "agentscore.outcome": outcome})
-    if result.score is not None:
-        telemetry.instruments.scores.record(result.score, attributes)
+    score = averaged_score(result)
+    if score is not None:
+        telemetry.instruments.scores.record(score, attributes)

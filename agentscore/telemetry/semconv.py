@@ -25,6 +25,7 @@ __all__ = [
     "RESPONSE_FINISH_REASONS",
     "RESPONSE_ID",
     "RESPONSE_MODEL",
+    "TIME_TO_FIRST_CHUNK",
     "TOOL_CALL_ARGUMENTS",
     "TOOL_CALL_ID",
     "TOOL_CALL_RESULT",
@@ -53,6 +54,9 @@ TOOL_CALL_RESULT = "gen_ai.tool.call.result"
 INPUT_MESSAGES = "gen_ai.input.messages"
 OUTPUT_MESSAGES = "gen_ai.output.messages"
 ERROR_TYPE = "error.type"
+# Seconds from the request to the first streamed chunk (the conventions name the metric
+# gen_ai.server.time_to_first_token; this is the client-side reading of it, per span).
+TIME_TO_FIRST_CHUNK = "gen_ai.response.time_to_first_chunk"
 
 EVALUATION_EVENT = "gen_ai.evaluation.result"
 EVALUATION_NAME = "gen_ai.evaluation.name"

@@ -13,6 +13,7 @@ import atexit
 import json
 import os
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +34,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
 from agentscore.errors import ConfigurationError
-from agentscore.live.runner import exit_flush_timeout, flush_started_runners
+from agentscore.live.runner import exit_deadline, exit_flush_timeout, flush_started_runners
 from agentscore.telemetry.core import Telemetry
 
 __all__ = ["DEFAULT_JSONL_PATH", "JsonlExporter", "TelemetrySetup", "setup_telemetry"]
@@ -88,19 +89,39 @@ class TelemetrySetup:
     _meter_provider: MeterProvider | None
     _closed: bool = field(default=False)
 
-    def shutdown(self, timeout: float = 5.0) -> None:
+    def shutdown(self, timeout: float = 5.0) -> bool:
+        """Done within `timeout` seconds, whatever the exporters' endpoint does; False when
+        scores were still pending or an exporter had not finished by then."""
+        return self._shutdown_by(time.monotonic() + timeout, timeout)
+
+    def _shutdown_by(self, deadline: float, budget: float) -> bool:
         if self._closed:
-            return
+            return True
         self._closed = True
-        flush_started_runners(timeout)
+        # Scores first, but leave the exporters a share of the budget to send them.
+        scores_by = deadline - budget * _EXPORT_SHARE
+        scored = flush_started_runners(max(0.0, scores_by - time.monotonic()))
+        # An endpoint that accepts and never answers holds each exporter for its own
+        # timeout (10 s a signal by default): the exporters get the rest of the budget in
+        # a daemon thread, which exit abandons if they overrun it.
+        closing = threading.Thread(target=self._close_exporters, name="agentscore-export-close")
+        closing.daemon = True
+        closing.start()
+        closing.join(max(0.0, deadline - time.monotonic()))
+        return scored and not closing.is_alive()
+
+    def _close_exporters(self) -> None:
         self._tracer_provider.shutdown()
         self._logger_provider.shutdown()
         if self._meter_provider is not None:
             self._meter_provider.shutdown()
 
 
+_EXPORT_SHARE = 0.2
+
+
 def _shutdown_at_exit(setup: TelemetrySetup) -> None:
-    setup.shutdown(exit_flush_timeout())
+    setup._shutdown_by(exit_deadline(), exit_flush_timeout())
 
 
 def setup_telemetry(
@@ -117,8 +138,9 @@ def setup_telemetry(
     OpenTelemetry setup always wins. Call `shutdown()` before exit (the CLI does).
     """
     resource = Resource.create({"service.name": service_name, **(resource_attributes or {})})
-    tracer_provider = TracerProvider(resource=resource)
-    logger_provider = LoggerProvider(resource=resource)
+    # Their own exit hooks would wait on the exporters without a deadline; ours bounds it.
+    tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)
+    logger_provider = LoggerProvider(resource=resource, shutdown_on_exit=False)
     meter_provider: MeterProvider | None = None
     if any(_otlp_endpoint(signal) for signal in _SIGNALS):
         # Each signal goes over OTLP only where an endpoint covers it: Phoenix, for one,
@@ -130,7 +152,9 @@ def setup_telemetry(
             logger_provider.add_log_record_processor(BatchLogRecordProcessor(exporters.logs()))
         if _otlp_endpoint("METRICS"):
             reader = PeriodicExportingMetricReader(exporters.metrics())
-            meter_provider = MeterProvider(resource=resource, metric_readers=[reader])
+            meter_provider = MeterProvider(
+                resource=resource, metric_readers=[reader], shutdown_on_exit=False
+            )
         destination = "OTLP/HTTP " + (_otlp_endpoint("TRACES") or "(no traces endpoint)")
     else:
         exporter = JsonlExporter(jsonl_path)

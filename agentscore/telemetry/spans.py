@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from openai.types.chat import ChatCompletion
+from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from agentscore.messages import Message
@@ -22,19 +23,26 @@ def agent_span(
     telemetry: Telemetry,
     *,
     agent_name: str,
-    model: str,
-    provider: str,
-    conversation_id: str | None,
+    model: str | None = None,
+    provider: str | None = None,
+    conversation_id: str | None = None,
+    current: bool = True,
 ) -> Iterator[Span]:
+    """`current=False` keeps the span out of the context: for a span held open across the
+    `yield`s of a generator, where the consumer's code runs in between."""
     attributes: dict[str, Any] = {
         semconv.OPERATION_NAME: "invoke_agent",
-        semconv.PROVIDER_NAME: provider,
         semconv.AGENT_NAME: agent_name,
-        semconv.REQUEST_MODEL: model,
     }
+    if provider:
+        attributes[semconv.PROVIDER_NAME] = provider
+    if model:
+        attributes[semconv.REQUEST_MODEL] = model
     if conversation_id:
         attributes[semconv.CONVERSATION_ID] = conversation_id
-    with _span(telemetry, f"invoke_agent {agent_name}", SpanKind.INTERNAL, attributes) as span:
+    with _span(
+        telemetry, f"invoke_agent {agent_name}", SpanKind.INTERNAL, attributes, current=current
+    ) as span:
         yield span
 
 
@@ -46,7 +54,9 @@ def chat_span(
     provider: str,
     temperature: float | None = None,
     agent_name: str | None = None,
+    parent: Span | None = None,
 ) -> Iterator[Span]:
+    """With `parent`, a span under it that is not made current (see `agent_span`)."""
     attributes: dict[str, Any] = {
         semconv.OPERATION_NAME: "chat",
         semconv.PROVIDER_NAME: provider,
@@ -56,7 +66,14 @@ def chat_span(
         attributes[semconv.REQUEST_TEMPERATURE] = temperature
     if agent_name:
         attributes[semconv.AGENT_NAME] = agent_name
-    with _span(telemetry, f"chat {model}", SpanKind.CLIENT, attributes) as span:
+    with _span(
+        telemetry,
+        f"chat {model}",
+        SpanKind.CLIENT,
+        attributes,
+        parent=parent,
+        current=parent is None,
+    ) as span:
         yield span
 
 
@@ -110,19 +127,35 @@ def _semconv_message(message: Message) -> dict[str, Any]:
 
 @contextmanager
 def _span(
-    telemetry: Telemetry, name: str, kind: SpanKind, attributes: dict[str, Any]
+    telemetry: Telemetry,
+    name: str,
+    kind: SpanKind,
+    attributes: dict[str, Any],
+    *,
+    parent: Span | None = None,
+    current: bool = True,
 ) -> Iterator[Span]:
+    context = trace.set_span_in_context(parent) if parent is not None else None
     # Exception messages are not recorded: provider errors can quote keys or content.
-    with telemetry.tracer.start_as_current_span(
+    span = telemetry.tracer.start_span(
         name,
+        context=context,
         kind=kind,
         attributes=attributes,
         record_exception=False,
         set_status_on_exception=False,
-    ) as span:
-        try:
+    )
+    try:
+        if current:
+            with trace.use_span(
+                span, end_on_exit=False, record_exception=False, set_status_on_exception=False
+            ):
+                yield span
+        else:
             yield span
-        except BaseException as exc:
-            span.set_attribute(semconv.ERROR_TYPE, type(exc).__qualname__)
-            span.set_status(Status(StatusCode.ERROR, type(exc).__qualname__))
-            raise
+    except BaseException as exc:
+        span.set_attribute(semconv.ERROR_TYPE, type(exc).__qualname__)
+        span.set_status(Status(StatusCode.ERROR, type(exc).__qualname__))
+        raise
+    finally:
+        span.end()

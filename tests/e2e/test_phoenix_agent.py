@@ -13,11 +13,14 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.trace import SpanKind
 
 from agentscore import Agent, Evals, Runner, Telemetry
 from agentscore.judges import OpenAIJudge
-from agentscore.scorers import create_hallucination_scorer
+from agentscore.scorers import create_faithfulness_scorer, create_hallucination_scorer
 from agentscore.telemetry.backends import PhoenixAnnotations
+from agentscore.telemetry.roots import RootSpans
+from agentscore.testing import ScriptedEndpoint, chat_completion
 from tests.e2e.phoenix import PROJECT_NAME_ATTRIBUTE, PhoenixServer, Span, spans_named
 from tests.test_agent import agent_endpoint, judge_endpoint, lookup_order, tool_context
 
@@ -78,6 +81,89 @@ def test_evaluation_span_lands_under_the_agent_trace_in_phoenix(phoenix: Phoenix
     assert annotation["annotator_kind"] == "LLM"
     assert annotation["result"]["score"] == pytest.approx(agent.scores[0].score)
     assert annotation["result"]["label"] == "pass"
+
+
+def _traced_agent(
+    phoenix: PhoenixServer, project: str, model: ScriptedEndpoint, *, capture_content: bool
+) -> tuple[Agent, TracerProvider, RootSpans]:
+    roots = RootSpans()
+    provider = TracerProvider(resource=Resource.create({PROJECT_NAME_ATTRIBUTE: project}))
+    provider.add_span_processor(roots)
+    provider.add_span_processor(
+        BatchSpanProcessor(OTLPSpanExporter(endpoint=phoenix.otlp_traces_endpoint, timeout=10))
+    )
+    agent = Agent(
+        name="support",
+        model="agent-model",
+        tools=[lookup_order],
+        client=model.client(max_retries=0),
+        evals=Evals(
+            scorers=[create_faithfulness_scorer("local")],
+            runner=Runner(),
+            on_score=PhoenixAnnotations(phoenix.base_url, root_spans=roots),
+        ),
+        telemetry=Telemetry(tracer_provider=provider, capture_content=capture_content),
+    )
+    return agent, provider, roots
+
+
+def test_each_claim_and_the_trace_root_annotation_reach_phoenix(phoenix: PhoenixServer) -> None:
+    project = f"agentscore-claims-{uuid.uuid4().hex[:8]}"
+    agent, provider, _ = _traced_agent(phoenix, project, agent_endpoint(), capture_content=True)
+    try:
+        tracer = provider.get_tracer("web")
+        # FastAPI's instrumentation opens this server span around the handler.
+        with tracer.start_as_current_span("POST /chat", kind=SpanKind.SERVER) as root:
+            result = agent.generate_sync("Where is order 42?")
+        assert agent.flush(timeout=30)
+        assert provider.force_flush(timeout_millis=15_000)
+    finally:
+        provider.shutdown()
+    [score] = agent.scores
+    root_id = f"{root.get_span_context().span_id:016x}"
+
+    spans = phoenix.wait_for_spans(
+        project, lambda s: bool(spans_named(s, "evaluation faithfulness")), timeout=60
+    )
+    [evaluation] = spans_named(spans, "evaluation faithfulness")
+    claims = json.loads(evaluation["attributes"]["agentscore.claims"])
+    assert claims == score.analyze_step_result["verdicts"]
+    assert claims[0]["verdict"] == "yes" and claims[0]["reason"]
+    [root_row] = spans_named(spans, "POST /chat")
+    assert root_row["parent_id"] is None
+
+    # On the agent span: the reason as explanation, every claim in the metadata.
+    [annotation] = _wait_for_annotations(phoenix, project, result.span_id or "")
+    assert annotation["result"]["explanation"] == score.reason
+    assert annotation["result"]["score"] == pytest.approx(score.score)
+    assert annotation["metadata"]["claims"] == claims
+    # And the same on the root span, which is what Phoenix's trace list shows.
+    [on_root] = _wait_for_annotations(phoenix, project, root_id)
+    assert on_root["name"] == "faithfulness"
+    assert on_root["result"]["label"] == score.label == "pass"
+
+
+def test_a_run_with_no_claims_has_a_label_and_no_score_in_phoenix(phoenix: PhoenixServer) -> None:
+    project = f"agentscore-noclaims-{uuid.uuid4().hex[:8]}"
+    greeting = ScriptedEndpoint([chat_completion("Hello! How can I help you today?")])
+    agent, provider, _ = _traced_agent(phoenix, project, greeting, capture_content=False)
+    try:
+        result = agent.generate_sync("hi")
+        assert agent.flush(timeout=30)
+        assert provider.force_flush(timeout_millis=15_000)
+    finally:
+        provider.shutdown()
+    assert agent.scores[0].status.value == "no_claims"
+
+    spans = phoenix.wait_for_spans(
+        project, lambda s: bool(spans_named(s, "evaluation faithfulness")), timeout=60
+    )
+    [evaluation] = spans_named(spans, "evaluation faithfulness")
+    assert "gen_ai.evaluation.score.value" not in evaluation["attributes"]
+    assert evaluation["attributes"]["gen_ai.evaluation.score.label"] == "no_claims"
+    [annotation] = _wait_for_annotations(phoenix, project, result.span_id or "")
+    assert annotation["result"]["score"] is None
+    assert annotation["result"]["label"] == "no_claims"
 
 
 def _wait_for_annotations(phoenix: PhoenixServer, project: str, span_id: str) -> list[Any]:

@@ -1,0 +1,333 @@
+"""Foreign message shapes -> `Message`: one reader for every shape agents hand us.
+
+Read here: plain strings; OpenAI Chat Completions messages (dicts or SDK objects, multi-part
+content, tool calls); OpenAI Responses API / Agents SDK items (`message`, `function_call`,
+`function_call_output`, `output_text` parts, run items holding a `raw_item`; reasoning items
+are skipped); pydantic-ai `ModelRequest` / `ModelResponse` (objects or their JSON); and the
+OpenTelemetry GenAI semantic-convention message JSON (`role` + `parts`, with `tool_call` and
+`tool_call_response` parts, and `gen_ai.system_instructions` part lists).
+
+A shape it cannot read raises `UnreadableMessageError` naming what it got: a run whose
+messages were misread would be scored as if it had no answer or no tool results, which is a
+wrong score, not a missing one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from agentscore.errors import UnreadableMessageError
+from agentscore.messages import Message, Role, ToolCall, pair_tool_calls
+
+__all__ = ["coerce_messages", "system_instructions"]
+
+_CHAT_ROLES: dict[str, Role] = {
+    "system": "system",
+    "developer": "system",
+    "user": "user",
+    "assistant": "assistant",
+    "model": "assistant",
+    "tool": "tool",
+    "function": "tool",
+}
+# Items that carry no answer text and no evidence: the model's private reasoning.
+_SKIPPED_ITEM_TYPES = frozenset({"reasoning", "thinking", "item_reference"})
+_SKIPPED_PART_TYPES = frozenset({"reasoning", "thinking", "refusal"})
+_TEXT_PART_TYPES = frozenset({"text", "input_text", "output_text"})
+
+
+def coerce_messages(value: object, *, default_role: Role = "assistant") -> list[Message]:
+    """Normalise a string, one message, or a sequence of messages in any supported shape.
+
+    A bare string becomes one message with `default_role`. Raises `UnreadableMessageError`
+    (a `TypeError`) for anything else that is not message-shaped, naming what it got.
+    """
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [Message(role=default_role, content=value)]
+    if isinstance(value, bytes | bytearray):
+        return coerce_messages(_decode_json(bytes(value)), default_role=default_role)
+    items = [value] if _is_single_message(value) else value
+    assert isinstance(items, Iterable)
+    messages: list[Message] = []
+    for item in items:
+        messages.extend(_read_item(item))
+    return _attach_tool_names(messages)
+
+
+def system_instructions(parts: object) -> list[Message]:
+    """`gen_ai.system_instructions` (a list of parts, or a JSON string of one) as a message."""
+    if isinstance(parts, str):
+        try:
+            parts = json.loads(parts)
+        except ValueError:
+            return [Message(role="system", content=parts)] if parts else []
+    text = _parts_text(parts) if isinstance(parts, Sequence) else None
+    return [Message(role="system", content=text)] if text else []
+
+
+def _is_single_message(value: object) -> bool:
+    # pydantic models iterate over their fields, so they are told apart before Iterable.
+    return isinstance(value, Message | Mapping) or (
+        hasattr(value, "model_dump") or not isinstance(value, Iterable)
+    )
+
+
+def _read_item(item: object) -> list[Message]:
+    """One foreign item as zero or more messages."""
+    if isinstance(item, Message):
+        return [item]
+    if isinstance(item, str):
+        return [Message(role="assistant", content=item)]
+    raw = _attr(item, "raw_item")  # Agents SDK run items wrap the Responses API item
+    if raw is not None and not isinstance(item, Mapping):
+        return _read_item(raw)
+    fields = _fields(item)
+    if fields is None:
+        raise UnreadableMessageError(f"expected a chat message, got {_kind(item)}")
+    if fields.get("kind") in ("request", "response") and "parts" in fields:
+        return _read_pydantic_ai(fields)
+    item_type = fields.get("type")
+    if isinstance(item_type, str) and item_type != "message":
+        return _read_responses_item(item_type, fields, item)
+    if "parts" in fields and "content" not in fields:
+        return _read_semconv(fields)
+    if "role" not in fields and "content" not in fields and "tool_calls" not in fields:
+        raise UnreadableMessageError(
+            f"cannot read {_kind(item)} with fields {sorted(map(str, fields))[:8]} as a message"
+        )
+    return [_read_chat(fields)]
+
+
+def _fields(item: object) -> Mapping[str, Any] | None:
+    if isinstance(item, Mapping):
+        return item
+    dump = _attr(item, "model_dump")
+    if callable(dump):
+        dumped = dump(exclude_none=True)
+        return dumped if isinstance(dumped, Mapping) else None
+    parts = _attr(item, "parts")
+    if _attr(item, "kind") in ("request", "response") and parts is not None:
+        return {"kind": _attr(item, "kind"), "parts": parts}
+    return None
+
+
+def _read_chat(fields: Mapping[str, Any]) -> Message:
+    role = _role(fields.get("role", "assistant"))
+    content = fields.get("content")
+    return Message(
+        role=role,
+        content=_content_text(content),
+        tool_calls=tuple(_chat_tool_call(call) for call in fields.get("tool_calls") or ()),
+        tool_call_id=fields.get("tool_call_id"),
+        name=fields.get("name"),
+    )
+
+
+def _role(value: object) -> Role:
+    role = _CHAT_ROLES.get(str(value))
+    if role is None:
+        raise UnreadableMessageError(f"unknown message role {value!r}")
+    return role
+
+
+def _chat_tool_call(call: object) -> ToolCall:
+    if isinstance(call, ToolCall):
+        return call
+    fields = _fields(call)
+    if fields is None:
+        raise UnreadableMessageError(f"expected a tool call, got {_kind(call)}")
+    function = fields.get("function") or {}
+    return ToolCall(
+        id=str(fields.get("id") or ""),
+        name=str(function.get("name") or fields.get("name") or ""),
+        arguments=_arguments_text(function.get("arguments", fields.get("arguments"))),
+    )
+
+
+def _read_responses_item(item_type: str, fields: Mapping[str, Any], item: object) -> list[Message]:
+    if item_type in _SKIPPED_ITEM_TYPES:
+        return []
+    if item_type == "function_call":
+        call = ToolCall(
+            id=str(fields.get("call_id") or fields.get("id") or ""),
+            name=str(fields.get("name") or ""),
+            arguments=_arguments_text(fields.get("arguments")),
+        )
+        return [Message(role="assistant", tool_calls=(call,))]
+    if item_type == "function_call_output":
+        return [
+            Message(
+                role="tool",
+                content=_content_text(fields.get("output")),
+                tool_call_id=str(fields.get("call_id") or ""),
+            )
+        ]
+    raise UnreadableMessageError(
+        f"cannot read a Responses API item of type {item_type!r} ({_kind(item)})"
+    )
+
+
+def _read_semconv(fields: Mapping[str, Any]) -> list[Message]:
+    """One GenAI semantic-convention message; tool responses become tool messages."""
+    role = _role(fields.get("role", "assistant"))
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    results: list[Message] = []
+    for part in fields.get("parts") or ():
+        if not isinstance(part, Mapping):
+            raise UnreadableMessageError(f"expected a message part, got {_kind(part)}")
+        part_type = part.get("type")
+        if part_type in _TEXT_PART_TYPES:
+            texts.append(_part_content(part, "content", "text"))
+        elif part_type == "tool_call":
+            calls.append(
+                ToolCall(
+                    id=str(part.get("id") or ""),
+                    name=str(part.get("name") or ""),
+                    arguments=_arguments_text(part.get("arguments")),
+                )
+            )
+        elif part_type == "tool_call_response":
+            results.append(
+                Message(
+                    role="tool",
+                    content=_part_content(part, "response", "result"),
+                    tool_call_id=str(part.get("id") or ""),
+                    name=part.get("name"),
+                )
+            )
+        elif part_type in _SKIPPED_PART_TYPES or part_type in ("uri", "blob", "file"):
+            continue  # no evidence a text judge can read
+        else:
+            raise UnreadableMessageError(f"cannot read a message part of type {part_type!r}")
+    messages: list[Message] = []
+    if texts or calls or not results:
+        text = "\n".join(texts) if texts else None
+        messages.append(Message(role=role, content=text, tool_calls=tuple(calls)))
+    return messages + results
+
+
+def _part_content(part: Mapping[str, Any], *keys: str) -> str:
+    """A part's text. Instrumentations drop the content and keep the part when capture is
+    off; judging what is left would judge an empty answer, so that is unreadable."""
+    for key in keys:
+        if key in part:
+            return _content_text(part[key]) or ""
+    raise UnreadableMessageError(
+        f"a {part.get('type')!r} part without its content: turn on the instrumentation's "
+        "message content capture"
+    )
+
+
+def _read_pydantic_ai(fields: Mapping[str, Any]) -> list[Message]:
+    """A pydantic-ai `ModelRequest` / `ModelResponse`, as objects or as their JSON."""
+    messages: list[Message] = []
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    for part in fields.get("parts") or ():
+        kind = _attr(part, "part_kind")
+        if kind == "system-prompt":
+            messages.append(Message(role="system", content=str(_attr(part, "content"))))
+        elif kind == "user-prompt":
+            messages.append(Message(role="user", content=_content_text(_attr(part, "content"))))
+        elif kind in ("tool-return", "builtin-tool-return"):
+            messages.append(
+                Message(
+                    role="tool",
+                    content=_content_text(_attr(part, "content")),
+                    tool_call_id=str(_attr(part, "tool_call_id") or ""),
+                    name=_attr(part, "tool_name"),
+                )
+            )
+        elif kind == "retry-prompt":
+            continue  # the framework's own complaint to the model, not evidence
+        elif kind == "text":
+            texts.append(str(_attr(part, "content")))
+        elif kind in ("tool-call", "builtin-tool-call"):
+            calls.append(
+                ToolCall(
+                    id=str(_attr(part, "tool_call_id") or ""),
+                    name=str(_attr(part, "tool_name") or ""),
+                    arguments=_arguments_text(_attr(part, "args")),
+                )
+            )
+        elif kind in ("thinking", "file"):
+            continue
+        else:
+            raise UnreadableMessageError(f"cannot read a pydantic-ai part of kind {kind!r}")
+    if texts or calls:
+        messages.append(
+            Message(role="assistant", content="".join(texts) or None, tool_calls=tuple(calls))
+        )
+    return messages
+
+
+def _content_text(content: object) -> str | None:
+    """Text of a message's content: a string, or its text parts joined; data stays JSON."""
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, Sequence) and content and all(_is_part(part) for part in content):
+        return _parts_text(content)
+    return _to_json_text(content)
+
+
+def _is_part(part: object) -> bool:
+    return isinstance(part, str) or (isinstance(part, Mapping) and "type" in part)
+
+
+def _parts_text(parts: Sequence[Any]) -> str:
+    texts: list[str] = []
+    for part in parts:
+        if isinstance(part, str):
+            texts.append(part)
+        elif isinstance(part, Mapping):
+            text = part.get("text", part.get("content"))
+            if isinstance(text, str) and part.get("type") not in _SKIPPED_PART_TYPES:
+                texts.append(text)
+    return "\n".join(texts)
+
+
+def _arguments_text(arguments: object) -> str:
+    if arguments is None:
+        return "{}"
+    return arguments if isinstance(arguments, str) else _to_json_text(arguments)
+
+
+def _attach_tool_names(messages: list[Message]) -> list[Message]:
+    """Tool messages in several shapes carry only the call id; recover the tool name."""
+    named: list[Message] = []
+    for message, call in zip(messages, pair_tool_calls(messages), strict=True):
+        if message.role == "tool" and message.name is None and call is not None:
+            message = message.model_copy(update={"name": call.name})
+        named.append(message)
+    return named
+
+
+def _attr(item: object, name: str) -> Any:
+    if isinstance(item, Mapping):
+        return item.get(name)
+    return getattr(item, name, None)
+
+
+def _decode_json(value: bytes) -> object:
+    try:
+        return json.loads(value)
+    except ValueError as exc:
+        raise UnreadableMessageError("bytes that are not JSON messages") from exc
+
+
+def _to_json_text(value: object) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _kind(value: object) -> str:
+    cls = type(value)
+    module = cls.__module__
+    return cls.__name__ if module == "builtins" else f"{module.split('.')[0]}.{cls.__name__}"

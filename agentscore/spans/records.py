@@ -1,0 +1,50 @@
+"""One ended span, in the form span reading needs, from the SDK or from OTLP alike."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from opentelemetry.sdk.trace import ReadableSpan
+
+__all__ = ["SpanRecord"]
+
+
+@dataclass(frozen=True, slots=True)
+class SpanRecord:
+    """The parts of an ended span that tell whether it is a generation, and what it said.
+
+    `parent_span_id` is None for a trace's root; `parent_is_remote` marks a local root whose
+    parent lives in another process (the in-process reader treats both as the end of its
+    part of the trace). Ids are the OpenTelemetry integers.
+    """
+
+    trace_id: int
+    span_id: int
+    parent_span_id: int | None
+    name: str
+    attributes: Mapping[str, Any] = field(default_factory=dict)
+    end_time: int = 0
+    parent_is_remote: bool = False
+    scope: str = ""
+
+    @property
+    def is_local_root(self) -> bool:
+        return self.parent_span_id is None or self.parent_is_remote
+
+    @classmethod
+    def from_readable(cls, span: ReadableSpan) -> SpanRecord:
+        context = span.get_span_context()
+        parent = span.parent
+        scope = span.instrumentation_scope
+        return cls(
+            trace_id=context.trace_id if context else 0,
+            span_id=context.span_id if context else 0,
+            parent_span_id=parent.span_id if parent is not None else None,
+            name=span.name,
+            attributes=dict(span.attributes or {}),
+            end_time=span.end_time or 0,
+            parent_is_remote=bool(parent is not None and parent.is_remote),
+            scope=scope.name if scope is not None else "",
+        )

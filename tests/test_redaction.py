@@ -1,0 +1,126 @@
+"""Keys never leave the library: whatever their shape, wherever the text goes.
+
+A real HTTP server quotes the key it was sent, as some providers do in their 401 body.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from structlog.testing import capture_logs
+
+from agentscore import Agent
+from agentscore._redact import redact, register_secret
+from agentscore.batch import run_evals_sync
+from agentscore.cli import main
+from agentscore.judges.openai import OpenAIJudge
+from agentscore.live._loop import background_loop
+from agentscore.run import ScorerRun
+from agentscore.scorers import create_hallucination_scorer
+from agentscore.telemetry.core import Telemetry
+from agentscore.telemetry.evaluations import evaluate
+from tests.chat_server import Answer, Request, chat_server, echo_key_401, judge_reply
+from tests.conftest import Otel
+
+# Shapes the old patterns missed: a `gsk_` key, and a base64-style key with `/` and `+`.
+GROQ_KEY = "gsk_Q3xv9LmT0pZk7Rw2Yh5NcB8dFj4Ga6Es"
+SLASH_KEY = "sk-proj-Ab12/Cd34+Ef56/Gh78+Ij90=Kl12Mn34"
+
+RUN = {"output": "Order 1042 shipped on Monday.", "request_context": {}}
+
+
+def test_env_key_of_any_shape_is_redacted_from_result_and_log_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", GROQ_KEY)
+    with chat_server(echo_key_401) as server:
+        judge = OpenAIJudge("judge-model", base_url=server.base_url, max_retries=0)
+        scorer = create_hallucination_scorer(judge, context=["Order 1042 shipped."])
+        with capture_logs() as logs:
+            result = scorer.run_sync(RUN)
+    # The server did get the key and echoed it: the leak was real, the redaction is ours.
+    assert server.requests[0].headers["authorization"] == f"Bearer {GROQ_KEY}"
+    assert result.error is not None and result.error.type == "JudgeAuthError"
+    assert "Incorrect API key provided: [REDACTED]" in result.error.message
+    assert GROQ_KEY not in result.model_dump_json()
+    failed = [entry for entry in logs if entry["event"] == "scorer_failed"]
+    assert failed and GROQ_KEY not in repr(failed)
+    assert "[REDACTED]" in failed[0]["error_message"]
+
+
+def test_eval_command_keeps_the_key_out_of_results_file_and_output(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", GROQ_KEY)
+    data = tmp_path / "runs.jsonl"
+    data.write_text(json.dumps({"id": "a", "input": "Where?", "output": RUN["output"]}) + "\n")
+    out = tmp_path / "results.jsonl"
+    with chat_server(echo_key_401) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        status = main(["eval", str(data), "--judge", "judge-model", "--out", str(out)])
+    captured = capfd.readouterr()
+    row = json.loads(out.read_text())
+    assert status == 2 and len(server.requests) >= 1  # every judge call failed: an error exit
+    assert row["scores"]["faithfulness"]["error"]["type"] == "JudgeAuthError"
+    assert "[REDACTED]" in row["scores"]["faithfulness"]["error"]["message"]
+    assert GROQ_KEY not in out.read_text()
+    assert GROQ_KEY not in captured.out + captured.err
+    assert "scorer_failed" in captured.out + captured.err
+
+
+def test_agent_target_error_in_run_evals_is_redacted() -> None:
+    with chat_server(echo_key_401) as server:
+        agent = Agent("support", "agent-model", base_url=server.base_url, api_key=SLASH_KEY)
+        scorer = create_hallucination_scorer("local")
+        report = run_evals_sync([{"id": "1", "input": "Where is order 1042?"}], [scorer], agent)
+    error = report.items[0].error
+    assert server.requests[0].headers["authorization"] == f"Bearer {SLASH_KEY}"
+    assert error is not None and error.startswith("AuthenticationError")
+    assert "[REDACTED]" in error
+    # Not even the tail after the first "/" survives.
+    for fragment in SLASH_KEY.split("/"):
+        assert fragment not in error
+
+
+def test_repair_request_does_not_resend_a_quoted_key(otel: Otel) -> None:
+    register_secret(SLASH_KEY)
+    verdicts = {"claims": [{"claim": RUN["output"], "verdict": "yes", "reason": "stated"}]}
+
+    def reply(request: Request) -> Answer:
+        if len(request.body["messages"]) == 2:  # the first request: a reply quoting the key
+            return judge_reply(f"Sure! Your key is {SLASH_KEY}, verdict: yes")
+        return judge_reply(verdicts)
+
+    with chat_server(reply) as server:
+        judge = OpenAIJudge("judge-model", base_url=server.base_url, api_key=SLASH_KEY)
+        scorer = create_hallucination_scorer(judge, context=["Order 1042 shipped on Monday."])
+        telemetry = Telemetry(capture_content=True)
+        result = background_loop.call(_evaluate, telemetry, scorer)
+    assert result.status.value == "scored" and result.score == 0.0
+    assert result.judge_usage.calls == 2
+    repair = json.dumps(server.requests[1].body["messages"])
+    assert "[REDACTED]" in repair and "Sure! Your key is" in repair
+    chat_spans = [s for s in otel.spans.get_finished_spans() if s.name.startswith("chat")]
+    assert len(chat_spans) == 2
+    for span in chat_spans:
+        text = json.dumps(dict(span.attributes or {}))
+        for fragment in SLASH_KEY.split("/"):
+            assert fragment not in text
+    assert "Your key is [REDACTED]" in json.dumps(dict(chat_spans[1].attributes or {}))
+
+
+async def _evaluate(telemetry: Telemetry, scorer: object) -> object:
+    from agentscore.scorers.base import Scorer
+
+    assert isinstance(scorer, Scorer)
+    return await evaluate(telemetry, scorer, ScorerRun.model_validate(RUN), timeout=None)
+
+
+def test_pattern_covers_whole_base64_keys_and_env_tokens(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert redact("auth failed: Bearer xyzABC12/def+GHI=") == "auth failed: Bearer [REDACTED]"
+    assert redact(f"key {SLASH_KEY[:-1]}!") == "key [REDACTED]!"
+    monkeypatch.setenv("MY_PROXY_TOKEN", "tok.9f8e7d6c5b4a")
+    monkeypatch.setenv("FEATURE_TOKEN", "1")  # too short to be a key: left alone
+    assert redact("proxy said tok.9f8e7d6c5b4a, retry 1") == "proxy said [REDACTED], retry 1"

@@ -1,0 +1,331 @@
+"""ScoringSpanProcessor against real instrumentations: pydantic-ai's own, and the OpenAI Agents SDK
+through OpenInference, both driving the scripted OpenAI-compatible endpoint; then the rules
+(one score per generation, never the judge's own spans, unreadable spans fail loudly) on spans
+made with the OpenTelemetry SDK."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from agentscore import Evals, Runner, ScoreResult, Telemetry
+from agentscore.judges import LocalJudge, OpenAIJudge
+from agentscore.scorers import create_faithfulness_scorer
+from agentscore.spans import ScoringSpanProcessor
+from agentscore.testing import ScriptedEndpoint, chat_completion
+
+ORDER = {"order": "1042", "status": "shipped", "carrier": "UPS"}
+ANSWER = "Order 1042 shipped with UPS."
+WRONG = "Order 1042 shipped with FedEx."
+
+
+class Pipeline:
+    """A TracerProvider as an application sets one up, with the scoring processor added."""
+
+    def __init__(self, judge: Any = None, **processor_options: Any) -> None:
+        self.exporter = InMemorySpanExporter()
+        self.provider = TracerProvider()
+        self.scores: list[ScoreResult] = []
+        self.runner = Runner()
+        self.evals = Evals(
+            scorers=[create_faithfulness_scorer(judge or LocalJudge())],
+            runner=self.runner,
+            on_score=self.scores.append,
+            telemetry=Telemetry(tracer_provider=self.provider),
+        )
+        self.processor = ScoringSpanProcessor(self.evals, **processor_options)
+        self.provider.add_span_processor(self.processor)
+        self.provider.add_span_processor(SimpleSpanProcessor(self.exporter))
+
+    def settle(self) -> list[ScoreResult]:
+        assert self.processor.force_flush(10_000)
+        assert self.runner.flush(10)
+        return self.scores
+
+    def span(self, name: str) -> ReadableSpan:
+        """The most recent ended span of that name."""
+        return [s for s in self.exporter.get_finished_spans() if s.name == name][-1]
+
+    def evaluation_spans(self) -> list[ReadableSpan]:
+        return [s for s in self.exporter.get_finished_spans() if s.name.startswith("evaluation")]
+
+
+def lookup_order(order_id: str) -> dict[str, str]:
+    """Look up an order."""
+    return dict(ORDER, order=order_id)
+
+
+def tool_then(answer: str) -> ScriptedEndpoint:
+    return ScriptedEndpoint(
+        [
+            chat_completion(tool_calls=[("lookup_order", {"order_id": "1042"})]),
+            chat_completion(answer),
+        ]
+    )
+
+
+def span_hex(span: ReadableSpan) -> str:
+    return f"{span.get_span_context().span_id:016x}"
+
+
+# -- pydantic-ai, its own OpenTelemetry instrumentation -----------------------------------------
+
+
+def run_pydantic_ai(pipeline: Pipeline, answer: str, *, include_content: bool = True) -> None:
+    from pydantic_ai import Agent
+    from pydantic_ai.capabilities.instrumentation import Instrumentation
+    from pydantic_ai.models.instrumented import InstrumentationSettings
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    model = OpenAIChatModel(
+        "gpt-x", provider=OpenAIProvider(openai_client=tool_then(answer).client())
+    )
+    settings = InstrumentationSettings(
+        tracer_provider=pipeline.provider, include_content=include_content
+    )
+    agent = Agent(
+        model,
+        name="support",
+        instructions="Be helpful",
+        capabilities=[Instrumentation(settings)],
+    )
+    agent.tool_plain(lookup_order)
+    agent.run_sync("Where is order 1042?")
+
+
+@pytest.mark.parametrize(("answer", "expected"), [(ANSWER, 1.0), (WRONG, 0.0)])
+def test_pydantic_ai_run_is_scored_once_under_its_agent_span(answer: str, expected: float) -> None:
+    pipeline = Pipeline()
+    run_pydantic_ai(pipeline, answer)
+    [score] = pipeline.settle()
+    agent_span = pipeline.span("invoke_agent support")
+    assert score.status == "scored"
+    assert score.score == expected
+    assert score.span_id == span_hex(agent_span)
+    assert score.agent_name == "support"
+    [evaluation] = pipeline.evaluation_spans()
+    assert evaluation.parent is not None
+    assert evaluation.parent.span_id == agent_span.get_span_context().span_id
+    assert evaluation.attributes is not None
+    assert evaluation.attributes["gen_ai.evaluation.score.value"] == expected
+
+
+def test_pydantic_ai_without_content_fails_loudly_instead_of_scoring_nothing() -> None:
+    pipeline = Pipeline()
+    run_pydantic_ai(pipeline, ANSWER, include_content=False)
+    [score] = pipeline.settle()
+    assert score.status == "failed"
+    assert score.error is not None
+    assert score.error.type == "UnreadableMessageError"
+    assert "content capture" in score.error.message
+
+
+# -- OpenAI Agents SDK through openinference-instrumentation-openai-agents ----------------------
+
+
+@pytest.fixture(scope="module")
+def agents_pipeline() -> Iterator[Pipeline]:
+    from agents import set_trace_processors
+    from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
+
+    pipeline = Pipeline()
+    set_trace_processors([])  # drop the SDK's default exporter, which calls api.openai.com
+    instrumentor = OpenAIAgentsInstrumentor()
+    instrumentor.instrument(tracer_provider=pipeline.provider)
+    yield pipeline
+    instrumentor.uninstrument()
+
+
+@pytest.mark.parametrize(("answer", "expected"), [(ANSWER, 1.0), (WRONG, 0.0)])
+def test_agents_sdk_run_is_scored_once_under_its_agent_span(
+    agents_pipeline: Pipeline, answer: str, expected: float
+) -> None:
+    from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool
+
+    agents_pipeline.exporter.clear()
+    agents_pipeline.scores.clear()
+    agent = Agent(
+        name="support",
+        instructions="Be helpful",
+        tools=[function_tool(lookup_order)],
+        model=OpenAIChatCompletionsModel(model="gpt-x", openai_client=tool_then(answer).client()),
+    )
+    Runner.run_sync(agent, "Where is order 1042?")
+    [score] = agents_pipeline.settle()
+    # "Agent workflow" spans wrap the run; the agent that talked to the model is "support".
+    agent_span = agents_pipeline.span("support")
+    assert score.status == "scored"
+    assert score.score == expected
+    assert score.span_id == span_hex(agent_span)
+    [evaluation] = agents_pipeline.evaluation_spans()
+    assert evaluation.parent is not None
+    assert evaluation.parent.span_id == agent_span.get_span_context().span_id
+
+
+# -- The rules, on spans made with the SDK ------------------------------------------------------
+
+
+def parts(text: str) -> str:
+    return json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": text}]}])
+
+
+def hand_written_loop(pipeline: Pipeline, answer: str) -> tuple[ReadableSpan, ReadableSpan]:
+    """A hand-written tool loop traced with GenAI `chat` spans and no agent span."""
+    tracer = pipeline.provider.get_tracer("app")
+    user = {"role": "user", "parts": [{"type": "text", "content": "Where is order 1042?"}]}
+    call = {
+        "role": "assistant",
+        "parts": [{"type": "tool_call", "id": "c1", "name": "lookup_order", "arguments": "{}"}],
+    }
+    result = {
+        "role": "tool",
+        "parts": [{"type": "tool_call_response", "id": "c1", "response": ORDER}],
+    }
+    with tracer.start_as_current_span("POST /chat"):
+        with tracer.start_as_current_span(
+            "chat gpt-x",
+            attributes={
+                "gen_ai.operation.name": "chat",
+                "gen_ai.input.messages": json.dumps([user]),
+                "gen_ai.output.messages": json.dumps([call]),
+            },
+        ):
+            pass
+        with tracer.start_as_current_span(
+            "chat gpt-x final",
+            attributes={
+                "gen_ai.operation.name": "chat",
+                "gen_ai.input.messages": json.dumps([user, call, result]),
+                "gen_ai.output.messages": parts(answer),
+            },
+        ):
+            pass
+    return pipeline.span("chat gpt-x"), pipeline.span("chat gpt-x final")
+
+
+def test_a_hand_written_loop_is_scored_once_on_its_final_chat_span() -> None:
+    pipeline = Pipeline()
+    _, final = hand_written_loop(pipeline, ANSWER)
+    [score] = pipeline.settle()
+    assert score.score == 1.0
+    assert score.span_id == span_hex(final)
+    assert [m.role for m in score.output] == ["assistant", "tool", "assistant"]
+
+
+def test_tool_results_come_from_execute_tool_spans_when_messages_lack_them() -> None:
+    pipeline = Pipeline()
+    tracer = pipeline.provider.get_tracer("app")
+    with tracer.start_as_current_span(
+        "invoke_agent support",
+        attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "support"},
+    ) as agent_span:
+        with tracer.start_as_current_span(
+            "execute_tool lookup_order",
+            attributes={
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": "lookup_order",
+                "gen_ai.tool.call.id": "c9",
+                "gen_ai.tool.call.result": json.dumps(ORDER),
+            },
+        ):
+            pass
+        agent_span.set_attribute(
+            "gen_ai.input.messages",
+            json.dumps([{"role": "user", "parts": [{"type": "text", "content": "Where?"}]}]),
+        )
+        agent_span.set_attribute("gen_ai.output.messages", parts(ANSWER))
+    [score] = pipeline.settle()
+    assert score.score == 1.0
+    assert score.output[-1].content == ANSWER
+    assert [m.role for m in score.output] == ["assistant", "tool", "assistant"]
+
+
+def test_the_judges_own_spans_are_never_scored() -> None:
+    # The judge's chat spans and the evaluation span go through the same provider.
+    judge_endpoint = ScriptedEndpoint(
+        lambda body: chat_completion(
+            {"claims": [{"claim": ANSWER, "verdict": "yes", "reason": "in the tool result"}]}
+        )
+    )
+    judge = OpenAIJudge(model="judge", client=judge_endpoint.client())
+    pipeline = Pipeline(judge)
+    hand_written_loop(pipeline, ANSWER)
+    hand_written_loop(pipeline, "Order 1042 shipped.")  # another prompt: no cache hit
+    scores = pipeline.settle()
+    pipeline.processor.shutdown()  # closes every open trace, the evaluations' included
+    assert pipeline.runner.flush(10)
+    assert len(scores) == 2
+    assert len(judge_endpoint.requests) == 2
+
+
+def test_unreadable_messages_on_a_generation_span_end_as_a_failed_result() -> None:
+    pipeline = Pipeline()
+    tracer = pipeline.provider.get_tracer("app")
+    with tracer.start_as_current_span(
+        "chat gpt-x",
+        attributes={
+            "gen_ai.operation.name": "chat",
+            "gen_ai.output.messages": json.dumps(
+                [{"role": "assistant", "parts": [{"type": "hologram"}]}]
+            ),
+        },
+    ):
+        pass
+    [score] = pipeline.settle()
+    assert score.status == "failed"
+    assert score.error is not None
+    assert score.error.type == "UnreadableMessageError"
+    assert "hologram" in score.error.message
+
+
+def test_a_trace_whose_root_never_ends_is_read_after_the_idle_timeout() -> None:
+    pipeline = Pipeline(idle_timeout=0.05)
+    tracer = pipeline.provider.get_tracer("app")
+    root = tracer.start_span("long running request")
+    from opentelemetry import trace
+
+    with (
+        trace.use_span(root),
+        tracer.start_as_current_span(
+            "chat gpt-x",
+            attributes={
+                "gen_ai.operation.name": "chat",
+                "gen_ai.input.messages": json.dumps(
+                    [{"role": "user", "parts": [{"type": "text", "content": "Hi"}]}]
+                ),
+                "gen_ai.output.messages": parts("Hello! How can I help?"),
+            },
+        ),
+    ):
+        pass
+    assert pipeline.processor.force_flush(5_000)
+    deadline_scores: list[ScoreResult] = []
+    for _ in range(200):
+        pipeline.runner.flush(5)
+        deadline_scores = list(pipeline.scores)
+        if deadline_scores:
+            break
+        import time
+
+        time.sleep(0.05)
+    root.end()
+    assert len(deadline_scores) == 1
+    assert deadline_scores[0].status == "no_claims"
+
+
+def test_a_full_queue_drops_and_counts_spans_without_raising() -> None:
+    pipeline = Pipeline(max_queue=1)
+    tracer = pipeline.provider.get_tracer("app")
+    with pipeline.processor._condition:  # hold the reader so that the queue fills
+        for index in range(5):
+            with tracer.start_as_current_span(f"span {index}"):
+                pass
+    assert pipeline.processor.dropped_spans >= 3
+    assert pipeline.processor.force_flush(5_000)
