@@ -496,3 +496,12 @@ def test_the_number_index_finds_every_number_the_engine_would_match() -> None:
             expected = [n for n in context_numbers if _same_number(claim, n)]
             found = [n for n, _ in index.candidates(claim) if _same_number(claim, n)]
             assert set(found) == set(expected), (claim, expected)
+
+
+def test_a_long_run_of_change_phrases_is_one_claim_not_a_backtracking_regex() -> None:
+    # 48,000 characters of "grew from 1" with no "to": the from/to split used to backtrack
+    # for hours on it. It is one clause, too long to be a change, so it stays whole.
+    text = "Sales grew from 1 " * 2_700
+    assert split_claims(text) == [text.strip() + "."]
+    short = "Sales grew from 100 in 2020 to 500 now."
+    assert split_claims(short) == ["Sales had 100 in 2020.", "Sales has 500 now."]

@@ -200,3 +200,12 @@ async def test_a_bad_200_body_that_persists_is_a_typed_failure(bad: RawReply) ->
     assert len(server.requests) == 2  # the first try and one retry, as max_retries says
     assert result.judge_usage.calls == 2
     assert "sk-raw-test" not in result.model_dump_json()
+
+
+async def test_a_fence_with_thousands_of_spaces_is_repaired_not_backtracked_on() -> None:
+    # A regex for the fence backtracked quadratically here: a minute for 4,000 spaces.
+    runaway = chat_completion("```" + " " * 60_000 + "x")
+    result, endpoint = await score_with([runaway, GOOD])
+    assert result.status is ScoreStatus.SCORED
+    assert result.score == 0.5
+    assert len(endpoint.requests) == 2
