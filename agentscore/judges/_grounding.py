@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import math
 import re
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from agentscore.judges._grounding_json import Record, context_sentences, related
 from agentscore.judges._grounding_lexicon import (
     DETERMINERS,
     SPECULATIVE,
@@ -21,10 +23,11 @@ from agentscore.judges._grounding_lexicon import (
     SUBJECTIVE,
 )
 from agentscore.judges._grounding_numbers import Number
+from agentscore.judges._grounding_numindex import NumberIndex
 from agentscore.judges._grounding_parse import CALENDAR_TERMS, Parsed, parse
 from agentscore.judges._grounding_split import MAX_CLAIMS, split_claims
 from agentscore.judges._grounding_states import missing_record, state_conflict, states
-from agentscore.judges._grounding_text import ANTONYMS, canon, context_sentences, words
+from agentscore.judges._grounding_text import ANTONYMS, canon, words
 
 __all__ = [
     "DECIDED",
@@ -41,7 +44,7 @@ __all__ = [
 Verdict = Literal["yes", "no", "unsure"]
 Mode = Literal["faithfulness", "hallucination"]
 # Where a context sentence comes from: its context item, and its JSON record (None in prose).
-Place = tuple[int, tuple[int, ...] | None]
+Place = tuple[int, Record | None]
 
 # "yes" needs this share of a claim's content words beyond its first STRICT_WORDS (numbers
 # weigh NUMBER_WEIGHT words) to occur in the context: a claim may leave at most
@@ -92,13 +95,15 @@ class ClaimCheck:
 @dataclass(frozen=True, slots=True)
 class _Context:
     sentences: tuple[Parsed, ...]
+    before: tuple[tuple[int, ...], ...]  # per sentence: the NAME_WINDOW sentences before it
     places: tuple[Place, ...]
     records: tuple[tuple[int, ...], ...]  # per sentence: the sentences of its JSON record
+    record_terms: tuple[frozenset[str], ...]  # per sentence: the terms of its JSON record
     index: dict[str, tuple[int, ...]]
     idf: dict[str, float]
     vocabulary: frozenset[str]
     pairs: frozenset[tuple[str, str]]  # adjacent word pairs anywhere in the context
-    numeric: tuple[int, ...]  # sentences that mention a number
+    number_index: NumberIndex  # every number in the context, by value, with its sentence
     numbers: tuple[Number, ...]  # every number in the context
     prefixes: frozenset[str]  # NAME_PREFIX-letter starts of context words
     number_weight: float  # alignment weight of a matched number: as rare as the rarest word
@@ -118,28 +123,41 @@ def check_claims(
 
 
 def _prepare(context: Sequence[str]) -> _Context:
+    # Lines repeat in JSON tool results ("orders status shipped" once per order): parse each
+    # distinct one once.
+    seen: dict[str, Parsed] = {}
     parsed = (
-        (parse(sentence), (n, record))
+        (seen.get(sentence) or seen.setdefault(sentence, parse(sentence)), (n, record))
         for n, item in enumerate(context)
         for sentence, record in context_sentences(item if isinstance(item, str) else str(item))
     )
     # A question asserts nothing, so it cannot support or contradict a claim.
     kept = [(s, place) for s, place in parsed if not s.question]
-    sentences = tuple(s for s, _ in kept)
-    places = tuple(place for _, place in kept)
+    unique, copies, before = _collapse(kept)
+    sentences = tuple(s for s, _ in unique)
+    places = tuple(place for _, place in unique)
+    # One tuple and one set per record, shared by its sentences: a copy each would be
+    # quadratic in the size of a large record (a list of 100,000 numbers is one record).
     members: dict[Place, list[int]] = {}
     for i, place in enumerate(places):
         if place[1] is not None:
             members.setdefault(place, []).append(i)
-    records = tuple(tuple(members[p]) if p[1] is not None else (i,) for i, p in enumerate(places))
+    shared = {place: tuple(ids) for place, ids in members.items()}
+    terms = {p: frozenset().union(*(sentences[i].terms for i in ids)) for p, ids in shared.items()}
+    records = tuple(shared[p] if p[1] is not None else (i,) for i, p in enumerate(places))
+    record_terms = tuple(
+        terms[p] if p[1] is not None else sentences[i].terms for i, p in enumerate(places)
+    )
     postings: dict[str, list[int]] = {}
     for i, sentence in enumerate(sentences):
         for term in sentence.terms:
             postings.setdefault(term, []).append(i)
-    total = len(sentences)
-    idf = {term: math.log(1 + total / len(ids)) for term, ids in postings.items()}
+    total = len(kept)
+    idf = {
+        term: math.log(1 + total / sum(copies[i] for i in ids)) for term, ids in postings.items()
+    }
     index = {term: tuple(ids) for term, ids in postings.items()}
-    numeric = tuple(i for i, s in enumerate(sentences) if s.numbers)
+    number_index = NumberIndex([(n, i) for i, s in enumerate(sentences) for n in s.numbers])
     pairs = frozenset().union(*(s.pairs for s in sentences))
     weight = math.log(1 + total) + 1
     numbers = tuple(n for s in sentences for n in s.numbers)
@@ -147,18 +165,43 @@ def _prepare(context: Sequence[str]) -> _Context:
     universals = frozenset().union(*(_universals(s.text) for s in sentences))
     return _Context(
         sentences,
+        tuple(before),
         places,
         records,
+        record_terms,
         index,
         idf,
         frozenset(postings),
         pairs,
-        numeric,
+        number_index,
         numbers,
         prefixes,
         weight,
         universals,
     )
+
+
+def _collapse(
+    kept: list[tuple[Parsed, Place]],
+) -> tuple[list[tuple[Parsed, Place]], list[int], list[tuple[int, ...]]]:
+    """Each sentence once per place, with its number of copies and the sentences before its
+    first copy. A line repeated in one record ("readings 0" 100,000 times) would otherwise be
+    aligned with every claim once per copy; the counts keep the IDF weights as they were."""
+    first: dict[tuple[str, Place], int] = {}
+    unique: list[tuple[Parsed, Place]] = []
+    copies: list[int] = []
+    before: list[tuple[int, ...]] = []
+    recent: deque[int] = deque(maxlen=NAME_WINDOW)
+    for sentence, place in kept:
+        at = first.get((sentence.text, place))
+        if at is None:
+            at = first[sentence.text, place] = len(unique)
+            unique.append((sentence, place))
+            copies.append(0)
+            before.append(tuple(recent))
+        copies[at] += 1
+        recent.append(at)
+    return unique, copies, before
 
 
 # --- checking -------------------------------------------------------------------------------
@@ -200,7 +243,7 @@ def _check(claim: str, context: _Context, mode: Mode) -> ClaimCheck:
     if gap is not None:
         # A number the context nowhere holds is a fact it does not give; other gaps are
         # often paraphrase or words the context implies.
-        unknown = any(not _supported_number(n, context.numbers) for n in _strict_numbers(parsed))
+        unknown = any(not _in_context(n, context) for n in _strict_numbers(parsed))
         sure = DECIDED if unknown else UNDECIDED
         return _verdict(claim, "unsure", f"Not supported by the context: {gap}", best, sure)
     if _restated(parsed, alignment):
@@ -223,18 +266,17 @@ def _align(claim: Parsed, context: _Context) -> _Alignment:
         for i in context.index.get(term, ()):
             scores[i] = scores.get(i, 0.0) + weight
     for number in _strict_numbers(claim):
-        for i in context.numeric:
-            if _supported_number(number, context.sentences[i].numbers):
-                scores[i] = scores.get(i, 0.0) + context.number_weight
+        for i in _sentences_with(number, context):
+            scores[i] = scores.get(i, 0.0) + context.number_weight
     if not scores:
         return _Alignment(None, 0.0, 0.0, 0.0, frozenset())
     at = min(scores, key=lambda i: (-scores[i], i))
     best = context.sentences[at]
     unmatched, total = _unmatched(claim, context)
     # The fields of one JSON record are all about the same thing, in any order.
-    window = {*range(max(0, at - NAME_WINDOW), at + 1), *context.records[at]}
-    nearby = frozenset().union(*(context.sentences[i].terms for i in window))
-    record = frozenset().union(*(context.sentences[i].terms for i in context.records[at]))
+    record = context.record_terms[at]
+    window = (*context.before[at], at)
+    nearby = record.union(*(context.sentences[i].terms for i in window))
     return _Alignment(
         best,
         unmatched,
@@ -249,7 +291,7 @@ def _align(claim: Parsed, context: _Context) -> _Alignment:
 
 def _unmatched(claim: Parsed, context: _Context) -> tuple[float, float]:
     numbers = _strict_numbers(claim)
-    missing = sum(1 for n in numbers if not _supported_number(n, context.numbers))
+    missing = sum(1 for n in numbers if not _in_context(n, context))
     total = len(claim.terms) + NUMBER_WEIGHT * len(numbers)
     return len(claim.terms - context.vocabulary) + NUMBER_WEIGHT * missing, total
 
@@ -335,7 +377,7 @@ def _number_conflict(claim: Parsed, alignment: _Alignment, context: _Context) ->
     best = alignment.best
     assert best is not None
     for number in _strict_numbers(claim):
-        if _supported_number(number, context.numbers):
+        if _in_context(number, context):
             continue
         rival = next((n for n in best.numbers if _comparable(number, n)), None)
         # The whole unit must be in the sentence: "45 days ago" (time since delivery) is not
@@ -434,7 +476,7 @@ def _show(number: Number) -> str:
 
 def _gap(claim: Parsed, alignment: _Alignment, context: _Context) -> str | None:
     for number in _strict_numbers(claim):
-        if not _supported_number(number, context.numbers):
+        if not _in_context(number, context):
             return f"the number {_show(number)} does not appear in the context"
     known = context.vocabulary
     short = len(claim.terms) <= SHORT_CLAIM
@@ -542,8 +584,7 @@ def _unrelated(place: Place, other: Place) -> bool:
     other_item, other_record = other
     if other_item != item or record is None or other_record is None:
         return False
-    shorter = min(len(record), len(other_record))
-    return record[:shorter] != other_record[:shorter]
+    return not related(record, other_record)
 
 
 def _surface(text: str, stems: Sequence[str], joiner: str = ", ") -> str:
@@ -594,8 +635,18 @@ def _too_little(alignment: _Alignment, claim: Parsed) -> bool:
     return alignment.unmatched > slack
 
 
-def _supported_number(number: Number, known: Sequence[Number]) -> bool:
-    return any(_same_number(number, other) for other in known)
+def _sentences_with(number: Number, context: _Context) -> set[int]:
+    """The sentences holding a number the claim's `number` restates."""
+    return {i for n, i in context.number_index.candidates(number) if _same_number(number, n)}
+
+
+def _in_context(number: Number, context: _Context) -> bool:
+    return any(_same_number(number, n) for n, _ in context.number_index.candidates(number))
+
+
+def _supported_number(number: Number, numbers: list[Number]) -> bool:
+    """`number` among a record's few numbers (the whole context goes through its index)."""
+    return any(_same_number(number, n) for n in numbers)
 
 
 def _same_number(claim: Number, ctx: Number) -> bool:

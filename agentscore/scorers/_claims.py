@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agentscore._options import check_number
 from agentscore.context import (
     ContextParams,
     GetContext,
@@ -27,7 +28,7 @@ from agentscore.scorers import prompts
 from agentscore.scorers.base import Score, Scorer, StepParams
 from agentscore.scorers.prompts import ClaimMode, Verdict, VerdictItem
 
-__all__ = ["ClaimScorerOptions", "build_claim_scorer", "compose_reason"]
+__all__ = ["ClaimScorerOptions", "build_claim_scorer", "compose_reason", "scaled_threshold"]
 
 MAX_OUTPUT_CHARS = 50_000
 MAX_CONTEXT_CHARS = 400_000
@@ -64,6 +65,8 @@ def build_claim_scorer(
         raise ConfigurationError("context must be a list of strings")
     if options.get_context is not None and not callable(options.get_context):
         raise ConfigurationError("get_context must be callable")
+    if timeout is not None:
+        check_number("timeout", timeout, low=0, open_low=True)
     steps = _StepwiseSteps(options) if options.stepwise else _OneCallSteps(options)
     return Scorer(
         id=id,
@@ -81,6 +84,15 @@ def build_claim_scorer(
         verbose=verbose,
         timeout=timeout,
     )
+
+
+def scaled_threshold(threshold: float | None, scale: float) -> float | None:
+    """The built-ins' `threshold`, a fraction of `scale`, on the score's own scale."""
+    check_number("scale", scale, low=0, open_low=True)
+    if threshold is None:
+        return None
+    check_number("threshold", threshold, low=0, high=1)
+    return threshold * scale
 
 
 class _CommonSteps:

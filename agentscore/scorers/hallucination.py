@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from agentscore.context import GetContext
 from agentscore.judges.resolve import JudgeLike
-from agentscore.scorers._claims import ClaimScorerOptions, build_claim_scorer
+from agentscore.scorers._claims import ClaimScorerOptions, build_claim_scorer, scaled_threshold
 from agentscore.scorers.base import Scorer
 
 __all__ = ["DEFAULT_THRESHOLD", "create_hallucination_scorer"]
@@ -54,7 +54,7 @@ def create_hallucination_scorer(
         id=id,
         description="Share of the output's claims not grounded in the context (lower is better).",
         model=model,
-        threshold=None if threshold is None else threshold * scale,
+        threshold=scaled_threshold(threshold, scale),
         strict_mode=strict_mode,
         include_reason=include_reason,
         verbose=verbose,
