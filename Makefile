@@ -37,6 +37,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/throughput.py
 	$(BIN)/python benchmarks/accuracy.py
 	$(BIN)/python benchmarks/soak.py
+	$(BIN)/python benchmarks/judge_limits.py
 	$(BIN)/python benchmarks/serve.py
 	$(BIN)/python benchmarks/serve_latency.py
 

@@ -3,14 +3,17 @@
 The SDK's HTTP connection pool belongs to the loop that opened it; reusing it from another
 loop fails ("Event loop is closed", or hangs). Agents and judges are called from the
 caller's loop, from trio, and from agentscore's background loop, so each loop gets its own
-client, created once and reused for every call on that loop.
+client, created once and reused for every call on that loop, and closed on that loop when it
+ends (`asyncio.run`, `trio.run`): left open, the SDK's finaliser would later schedule the
+close on whatever loop runs then, which fails ("Task exception was never retrieved").
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import weakref
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 from openai import AsyncOpenAI
@@ -25,18 +28,43 @@ class LoopLocalClient:
     ) -> None:
         self._factory = factory
         self._shared = shared
-        self._per_loop: weakref.WeakKeyDictionary[object, AsyncOpenAI] = weakref.WeakKeyDictionary()
+        self._per_loop: weakref.WeakKeyDictionary[
+            object, tuple[AsyncOpenAI, AsyncGenerator[None]]
+        ] = weakref.WeakKeyDictionary()
 
     def get(self) -> AsyncOpenAI:
         """The client for the running loop; a client the user passed in is used everywhere."""
         if self._shared is not None:
             return self._shared
         loop = current_loop_token()
-        client = self._per_loop.get(loop)
-        if client is None:
+        entry = self._per_loop.get(loop)
+        if entry is None:
             client = self._factory()
-            self._per_loop[loop] = client
-        return client
+            entry = self._per_loop[loop] = (client, _close_when_the_loop_ends(client))
+        return entry[0]
+
+
+async def _closing(client: AsyncOpenAI) -> AsyncGenerator[None]:
+    try:
+        yield
+    finally:
+        with contextlib.suppress(Exception):
+            await client.close()
+
+
+def _close_when_the_loop_ends(client: AsyncOpenAI) -> AsyncGenerator[None]:
+    """An async generator, started on the running loop, whose exit closes `client`.
+
+    Starting it registers it with the loop's async-generator hooks; asyncio (in
+    `shutdown_asyncgens`, which `asyncio.run` calls) and trio (when `trio.run`'s main task is
+    done) close every generator still open, on that loop. Kept referenced by the caller, so it
+    is not closed earlier by garbage collection.
+    """
+    closer = _closing(client)
+    first_step = closer.asend(None)  # the hooks see the generator here
+    with contextlib.suppress(StopIteration):
+        first_step.send(None)  # runs to the `yield` without suspending
+    return closer
 
 
 def current_loop_token() -> object:

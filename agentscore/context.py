@@ -65,7 +65,7 @@ def format_tool_result(result: ToolResult) -> str:
 def _parse_json(text: str) -> Any:
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested deeper than the parser goes: keep the text
         return text
 
 

@@ -16,7 +16,9 @@ __all__ = [
     "JudgeError",
     "JudgeOutputError",
     "JudgeRateLimitError",
+    "JudgeReplyTooLargeError",
     "JudgeRequestError",
+    "JudgeResponseError",
     "JudgeServerError",
     "JudgeTimeoutError",
     "ScorerTimeoutError",
@@ -41,6 +43,15 @@ class JudgeError(AgentScoreError):
 
 class JudgeOutputError(JudgeError):
     """The judge replied, but its reply was not valid for the request, even after one repair."""
+
+
+class JudgeReplyTooLargeError(JudgeOutputError):
+    """The judge's reply is longer than the judge accepts (`max_reply_chars`); not repaired."""
+
+
+class JudgeResponseError(JudgeError):
+    """The judge endpoint answered 200 with a body that is not a chat completion (a proxy's
+    error page, a cut body), after retries."""
 
 
 class JudgeTimeoutError(JudgeError):

@@ -16,6 +16,7 @@ import structlog
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanContext
 
+from agentscore._options import check_number
 from agentscore.adapters import coerce_messages
 from agentscore.errors import ConfigurationError, UnreadableMessageError
 from agentscore.live._callbacks import call_user
@@ -294,8 +295,7 @@ def sampled_entries(
 
 
 def _check_rate(rate: float) -> None:
-    if not 0.0 <= rate <= 1.0:
-        raise ConfigurationError(f"sampling must lie in [0, 1], got {rate!r}")
+    check_number("sampling", rate, low=0.0, high=1.0)
 
 
 class _MessageReader:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import time
 
 import pytest
@@ -11,9 +12,13 @@ from agentscore.judges._grounding import (
     MAX_CLAIMS,
     ClaimCheck,
     Mode,
+    _same_number,
     check_claims,
     split_claims,
 )
+from agentscore.judges._grounding_json import MAX_PATH_KEYS, context_sentences
+from agentscore.judges._grounding_numbers import extract_numbers
+from agentscore.judges._grounding_numindex import NumberIndex
 
 
 def verdicts(output: str, context: list[str], mode: Mode = "faithfulness") -> list[str]:
@@ -349,9 +354,13 @@ def test_fields_of_one_json_record_support_a_claim_in_any_order() -> None:
     assert verdict("Order 1042 was shipped with UPS on 2026-11-18.", context) == "yes"
     # The carrier and the status of another record are not this order's.
     assert verdict("Order 1042 was shipped with FedEx on 2026-11-18.", context) == "unsure"
-    [borrowed] = check_claims(["Order 2001 was shipped with FedEx."], context)
+    [borrowed] = check_claims(["Order 2001 ships with FedEx."], context)
     assert borrowed.verdict == "unsure"
-    assert "shipped: said of another record" in borrowed.reason
+    assert "ships: said of another record" in borrowed.reason
+    # Its own record gives this order another status: a contradiction, not a gap.
+    [other] = check_claims(["Order 2001 was shipped with FedEx."], context)
+    assert other.verdict == "no"
+    assert "'shipped', the context says 'processing'" in other.reason
     assert verdict("Order 2001 is processing with FedEx.", context) == "yes"
     # Words of an enclosing object describe every record inside it.
     wrapped = [json.dumps({"tool": "lookup_orders", "result": orders})]
@@ -421,3 +430,84 @@ def test_json_key_supports_its_value() -> None:
 
 def test_a_different_number_for_the_same_quantity_is_still_no() -> None:
     assert verdict("Express shipping costs $25.", [SHIPPING]) == "no"
+
+
+# --- size and shape of a JSON tool result: linear, never a crash -----------------------------
+
+
+def test_a_flat_json_list_of_100000_numbers_is_judged() -> None:
+    # One record of 100,000 leaves: a per-leaf copy of the record was quadratic (3 GB at 20k).
+    readings = json.dumps({"readings": [0] * 99_999 + [42]})
+    found = check_claims(["The readings include 42.", "The readings include 77."], [readings])
+    assert [c.verdict for c in found] == ["yes", "no"]
+    assert found[0].evidence == "readings 42"
+
+
+@pytest.mark.parametrize("opening", ["[", '{"order": '])
+def test_json_nested_10000_deep_is_read_as_text(opening: str) -> None:
+    # Deeper than the JSON parser goes: the item is judged as text, not a RecursionError.
+    closing = "]" if opening == "[" else "}"
+    deep = opening * 10_000 + '"Order 1042 shipped on 2026-11-18."' + closing * 10_000
+    found = check_claims(["Order 1042 shipped on 2026-11-18.", "Order 2001 shipped."], [deep])
+    assert [c.verdict for c in found] == ["yes", "no"]
+
+
+def test_json_nested_900_deep_is_walked_without_recursion() -> None:
+    # Parsable, but deeper than Python's recursion limit allows a recursive walk.
+    deep = '{"order": ' * 900 + '{"order_id": 1042, "status": "shipped"}' + "}" * 900
+    lines = [line for line, _ in context_sentences(deep)]
+    # A line keeps the outermost and the nearest keys, so it does not grow with the depth.
+    assert lines == [
+        " ".join(["order"] * MAX_PATH_KEYS) + " id 1042",
+        " ".join(["order"] * (MAX_PATH_KEYS - 1)) + " status shipped",
+    ]
+    wrapped = context_sentences(json.dumps({"result": json.loads(deep)}))
+    assert [line.split()[0] for line, _ in wrapped] == ["result", "result"]
+    found = check_claims(["Order 1042 shipped.", "Order 2001 shipped."], [deep])
+    assert [c.verdict for c in found] == ["yes", "unsure"]
+
+
+def test_records_keep_their_nesting_in_a_deep_list_of_records() -> None:
+    orders = [{"order_id": 1000 + n, "status": "processing"} for n in range(2_000)]
+    orders[7] = {"order_id": 1007, "status": "shipped", "carrier": "UPS"}
+    context = [json.dumps({"tool": "lookup_orders", "result": {"orders": orders}})]
+    found = check_claims(["Order 1007 shipped with UPS.", "Order 1008 shipped with UPS."], context)
+    # Each record is held to its own state, even 2,000 records deep.
+    assert [c.verdict for c in found] == ["yes", "no"]
+    assert "the context says 'processing'" in found[1].reason
+    assert "order id 1008" in found[1].reason
+
+
+def test_the_number_index_finds_every_number_the_engine_would_match() -> None:
+    # The index only narrows the candidates; against a full pass over the context's numbers
+    # it must never miss one, for money, hedges, decimals, ranges, years and dates.
+    rng = random.Random(11)
+    words = ["about", "", "", "$", "in", "on"]
+    units = ["", "%", " million", "k", " days", "th"]
+
+    def mention() -> str:
+        value = rng.choice(
+            [rng.randint(0, 3000), rng.randint(0, 6), round(rng.uniform(0, 9), rng.randint(1, 2))]
+        )
+        if rng.random() < 0.15:
+            return f"{rng.choice(['May', 'June'])} {rng.randint(1, 28)}, {rng.randint(1990, 2030)}"
+        if rng.random() < 0.15:
+            return f"{value}-{rng.randint(0, 3000)}"
+        return f"{rng.choice(words)} {value}{rng.choice(units)}"
+
+    for _ in range(300):
+        context_numbers = [n for _ in range(20) for n in extract_numbers(f"x {mention()} y")]
+        index = NumberIndex([(n, 0) for n in context_numbers])
+        for claim in extract_numbers(f"It was {mention()} and {mention()}."):
+            expected = [n for n in context_numbers if _same_number(claim, n)]
+            found = [n for n, _ in index.candidates(claim) if _same_number(claim, n)]
+            assert set(found) == set(expected), (claim, expected)
+
+
+def test_a_long_run_of_change_phrases_is_one_claim_not_a_backtracking_regex() -> None:
+    # 48,000 characters of "grew from 1" with no "to": the from/to split used to backtrack
+    # for hours on it. It is one clause, too long to be a change, so it stays whole.
+    text = "Sales grew from 1 " * 2_700
+    assert split_claims(text) == [text.strip() + "."]
+    short = "Sales grew from 100 in 2020 to 500 now."
+    assert split_claims(short) == ["Sales had 100 in 2020.", "Sales has 500 now."]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -16,6 +17,7 @@ from agentscore.testing import (
     http_error,
     network_failure,
 )
+from tests.raw_http import RawReply, raw_http_server
 from tests.seeds import PYTHON, verify_reply
 
 pytestmark = pytest.mark.anyio
@@ -163,3 +165,47 @@ async def test_other_bad_requests_are_not_mistaken_for_format_support() -> None:
     result, endpoint = await score_with([http_error(400, "model 'judge-model' does not exist")])
     assert result.error is not None and result.error.type == "JudgeRequestError"
     assert len(endpoint.requests) == 1
+
+
+# --- a 200 whose body is not a chat completion ----------------------------------------------
+
+HTML_PAGE = RawReply(b"<html><body><h1>502 Bad Gateway</h1></body></html>", "text/html")
+GOOD_BODY = RawReply(json.dumps(GOOD.body).encode())
+CUT_BODY = RawReply(GOOD_BODY.body[: len(GOOD_BODY.body) // 2])
+NOT_A_COMPLETION = RawReply(b'{"detail": "upstream unavailable"}')
+
+
+@pytest.mark.parametrize(
+    "bad", [HTML_PAGE, CUT_BODY, NOT_A_COMPLETION], ids=["html", "cut-json", "other-json"]
+)
+async def test_a_bad_200_body_is_retried_and_counted(bad: RawReply) -> None:
+    with raw_http_server([bad, GOOD_BODY]) as server:
+        judge = OpenAIJudge("m", base_url=server.url, api_key="sk-raw-test", max_retries=2)
+        result = await create_faithfulness_scorer(judge, context=PYTHON.context).run(RUN)
+    assert result.status is ScoreStatus.SCORED, result.error
+    assert result.score == 0.5
+    assert len(server.requests) == 2
+    assert result.judge_usage.calls == 2  # both requests, the bad one too
+    assert result.judge_usage.input_tokens == 100  # only the good reply reported tokens
+
+
+@pytest.mark.parametrize("bad", [HTML_PAGE, CUT_BODY], ids=["html", "cut-json"])
+async def test_a_bad_200_body_that_persists_is_a_typed_failure(bad: RawReply) -> None:
+    with raw_http_server([bad]) as server:
+        judge = OpenAIJudge("m", base_url=server.url, api_key="sk-raw-test", max_retries=1)
+        result = await create_faithfulness_scorer(judge, context=PYTHON.context).run(RUN)
+    assert result.status is ScoreStatus.FAILED
+    assert result.error is not None and result.error.type == "JudgeResponseError"
+    assert "answered 200 with a body that is not" in result.error.message
+    assert len(server.requests) == 2  # the first try and one retry, as max_retries says
+    assert result.judge_usage.calls == 2
+    assert "sk-raw-test" not in result.model_dump_json()
+
+
+async def test_a_fence_with_thousands_of_spaces_is_repaired_not_backtracked_on() -> None:
+    # A regex for the fence backtracked quadratically here: a minute for 4,000 spaces.
+    runaway = chat_completion("```" + " " * 60_000 + "x")
+    result, endpoint = await score_with([runaway, GOOD])
+    assert result.status is ScoreStatus.SCORED
+    assert result.score == 0.5
+    assert len(endpoint.requests) == 2

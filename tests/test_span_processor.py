@@ -329,3 +329,25 @@ def test_a_full_queue_drops_and_counts_spans_without_raising() -> None:
                 pass
     assert pipeline.processor.dropped_spans >= 3
     assert pipeline.processor.force_flush(5_000)
+
+
+def test_agentscore_agents_score_themselves_and_are_not_read_again() -> None:
+    from agentscore import Agent
+
+    pipeline = Pipeline()
+    model = ScriptedEndpoint([chat_completion(ANSWER)])
+    agent = Agent(
+        name="own",
+        model="m",
+        client=model.client(),
+        telemetry=Telemetry(tracer_provider=pipeline.provider),
+        evals=pipeline.evals,
+    )
+    agent.generate_sync("Where is order 1042?")
+    scores = pipeline.settle()
+    pipeline.processor.shutdown()
+    assert pipeline.runner.flush(10)
+    # One score, from the agent's own hook; content capture is off, and the processor did
+    # not turn the agent's content-less spans into an UnreadableMessageError.
+    assert [s.agent_name for s in scores] == ["own"]
+    assert scores[0].error is None

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import math
 import re
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from agentscore.judges._grounding_json import Record, context_sentences, related
 from agentscore.judges._grounding_lexicon import (
     DETERMINERS,
     SPECULATIVE,
@@ -21,13 +23,17 @@ from agentscore.judges._grounding_lexicon import (
     SUBJECTIVE,
 )
 from agentscore.judges._grounding_numbers import Number
+from agentscore.judges._grounding_numindex import NumberIndex
 from agentscore.judges._grounding_parse import CALENDAR_TERMS, Parsed, parse
 from agentscore.judges._grounding_split import MAX_CLAIMS, split_claims
-from agentscore.judges._grounding_text import ANTONYMS, canon, context_sentences, words
+from agentscore.judges._grounding_states import missing_record, state_conflict, states
+from agentscore.judges._grounding_text import ANTONYMS, canon, words
 
 __all__ = [
+    "DECIDED",
     "MAX_CLAIMS",
     "SUPPORT_THRESHOLD",
+    "UNDECIDED",
     "ClaimCheck",
     "Mode",
     "Verdict",
@@ -38,7 +44,7 @@ __all__ = [
 Verdict = Literal["yes", "no", "unsure"]
 Mode = Literal["faithfulness", "hallucination"]
 # Where a context sentence comes from: its context item, and its JSON record (None in prose).
-Place = tuple[int, tuple[int, ...] | None]
+Place = tuple[int, Record | None]
 
 # "yes" needs this share of a claim's content words beyond its first STRICT_WORDS (numbers
 # weigh NUMBER_WEIGHT words) to occur in the context: a claim may leave at most
@@ -67,6 +73,10 @@ NAME_SWAP_OVERLAP = 0.75
 # Shared words under a negation needed for a flip (2 would spare "not for elderly users"
 # vs "users", but also "never approved by the FDA"; measured, 1 is no worse).
 NEGATION_MIN_WORDS = 1
+# How sure a verdict is. Only the cases listed in docs/local-judge.md ("What it decides
+# alone") get DECIDED; every other verdict is a guess a cascade hands to an LLM judge.
+DECIDED = 0.95
+UNDECIDED = 0.5
 _QUOTE = 160
 _APPROX = 0.1  # relative tolerance when either side hedges ("about 500", "approximately 480")
 
@@ -79,18 +89,21 @@ class ClaimCheck:
     verdict: Verdict
     reason: str
     evidence: str | None
+    confidence: float = UNDECIDED
 
 
 @dataclass(frozen=True, slots=True)
 class _Context:
     sentences: tuple[Parsed, ...]
+    before: tuple[tuple[int, ...], ...]  # per sentence: the NAME_WINDOW sentences before it
     places: tuple[Place, ...]
     records: tuple[tuple[int, ...], ...]  # per sentence: the sentences of its JSON record
+    record_terms: tuple[frozenset[str], ...]  # per sentence: the terms of its JSON record
     index: dict[str, tuple[int, ...]]
     idf: dict[str, float]
     vocabulary: frozenset[str]
     pairs: frozenset[tuple[str, str]]  # adjacent word pairs anywhere in the context
-    numeric: tuple[int, ...]  # sentences that mention a number
+    number_index: NumberIndex  # every number in the context, by value, with its sentence
     numbers: tuple[Number, ...]  # every number in the context
     prefixes: frozenset[str]  # NAME_PREFIX-letter starts of context words
     number_weight: float  # alignment weight of a matched number: as rare as the rarest word
@@ -110,28 +123,41 @@ def check_claims(
 
 
 def _prepare(context: Sequence[str]) -> _Context:
+    # Lines repeat in JSON tool results ("orders status shipped" once per order): parse each
+    # distinct one once.
+    seen: dict[str, Parsed] = {}
     parsed = (
-        (parse(sentence), (n, record))
+        (seen.get(sentence) or seen.setdefault(sentence, parse(sentence)), (n, record))
         for n, item in enumerate(context)
         for sentence, record in context_sentences(item if isinstance(item, str) else str(item))
     )
     # A question asserts nothing, so it cannot support or contradict a claim.
     kept = [(s, place) for s, place in parsed if not s.question]
-    sentences = tuple(s for s, _ in kept)
-    places = tuple(place for _, place in kept)
+    unique, copies, before = _collapse(kept)
+    sentences = tuple(s for s, _ in unique)
+    places = tuple(place for _, place in unique)
+    # One tuple and one set per record, shared by its sentences: a copy each would be
+    # quadratic in the size of a large record (a list of 100,000 numbers is one record).
     members: dict[Place, list[int]] = {}
     for i, place in enumerate(places):
         if place[1] is not None:
             members.setdefault(place, []).append(i)
-    records = tuple(tuple(members[p]) if p[1] is not None else (i,) for i, p in enumerate(places))
+    shared = {place: tuple(ids) for place, ids in members.items()}
+    terms = {p: frozenset().union(*(sentences[i].terms for i in ids)) for p, ids in shared.items()}
+    records = tuple(shared[p] if p[1] is not None else (i,) for i, p in enumerate(places))
+    record_terms = tuple(
+        terms[p] if p[1] is not None else sentences[i].terms for i, p in enumerate(places)
+    )
     postings: dict[str, list[int]] = {}
     for i, sentence in enumerate(sentences):
         for term in sentence.terms:
             postings.setdefault(term, []).append(i)
-    total = len(sentences)
-    idf = {term: math.log(1 + total / len(ids)) for term, ids in postings.items()}
+    total = len(kept)
+    idf = {
+        term: math.log(1 + total / sum(copies[i] for i in ids)) for term, ids in postings.items()
+    }
     index = {term: tuple(ids) for term, ids in postings.items()}
-    numeric = tuple(i for i, s in enumerate(sentences) if s.numbers)
+    number_index = NumberIndex([(n, i) for i, s in enumerate(sentences) for n in s.numbers])
     pairs = frozenset().union(*(s.pairs for s in sentences))
     weight = math.log(1 + total) + 1
     numbers = tuple(n for s in sentences for n in s.numbers)
@@ -139,18 +165,43 @@ def _prepare(context: Sequence[str]) -> _Context:
     universals = frozenset().union(*(_universals(s.text) for s in sentences))
     return _Context(
         sentences,
+        tuple(before),
         places,
         records,
+        record_terms,
         index,
         idf,
         frozenset(postings),
         pairs,
-        numeric,
+        number_index,
         numbers,
         prefixes,
         weight,
         universals,
     )
+
+
+def _collapse(
+    kept: list[tuple[Parsed, Place]],
+) -> tuple[list[tuple[Parsed, Place]], list[int], list[tuple[int, ...]]]:
+    """Each sentence once per place, with its number of copies and the sentences before its
+    first copy. A line repeated in one record ("readings 0" 100,000 times) would otherwise be
+    aligned with every claim once per copy; the counts keep the IDF weights as they were."""
+    first: dict[tuple[str, Place], int] = {}
+    unique: list[tuple[Parsed, Place]] = []
+    copies: list[int] = []
+    before: list[tuple[int, ...]] = []
+    recent: deque[int] = deque(maxlen=NAME_WINDOW)
+    for sentence, place in kept:
+        at = first.get((sentence.text, place))
+        if at is None:
+            at = first[sentence.text, place] = len(unique)
+            unique.append((sentence, place))
+            copies.append(0)
+            before.append(tuple(recent))
+        copies[at] += 1
+        recent.append(at)
+    return unique, copies, before
 
 
 # --- checking -------------------------------------------------------------------------------
@@ -165,6 +216,7 @@ class _Alignment:
     nearby: frozenset[str]  # terms of the best sentence, the NAME_WINDOW before it, its record
     place: Place | None = None  # where the best sentence comes from
     record_terms: frozenset[str] = frozenset()  # terms of the best sentence's JSON record
+    record: tuple[Parsed, ...] = ()  # the best sentence's JSON record, or the sentence alone
 
 
 def _check(claim: str, context: _Context, mode: Mode) -> ClaimCheck:
@@ -184,17 +236,27 @@ def _check(claim: str, context: _Context, mode: Mode) -> ClaimCheck:
         return _verdict(claim, "unsure", reason, best)
     conflict = _conflict(parsed, alignment, context)
     if conflict is not None:
-        return _verdict(claim, "no", f"Contradicts the context: {conflict}", best)
+        kind, what = conflict
+        sure = DECIDED if kind in _DECISIVE or _invented_name(kind, parsed, context) else UNDECIDED
+        return _verdict(claim, "no", f"Contradicts the context: {what}", best, sure)
     gap = _gap(parsed, alignment, context)
     if gap is not None:
-        return _verdict(claim, "unsure", f"Not supported by the context: {gap}", best)
+        # A number the context nowhere holds is a fact it does not give; other gaps are
+        # often paraphrase or words the context implies.
+        unknown = any(not _in_context(n, context) for n in _strict_numbers(parsed))
+        sure = DECIDED if unknown else UNDECIDED
+        return _verdict(claim, "unsure", f"Not supported by the context: {gap}", best, sure)
+    if _restated(parsed, alignment):
+        return _verdict(claim, "yes", "Stated in the context", best, DECIDED)
     return _verdict(claim, "yes", "Supported by the context", best)
 
 
-def _verdict(claim: str, verdict: Verdict, why: str, evidence: Parsed) -> ClaimCheck:
+def _verdict(
+    claim: str, verdict: Verdict, why: str, evidence: Parsed, confidence: float = UNDECIDED
+) -> ClaimCheck:
     quote = evidence.text if len(evidence.text) <= _QUOTE else evidence.text[: _QUOTE - 1] + "…"
     label = "relied on" if verdict != "unsure" else "closest sentence"
-    return ClaimCheck(claim, verdict, f'{why} ({label}: "{quote}").', evidence.text)
+    return ClaimCheck(claim, verdict, f'{why} ({label}: "{quote}").', evidence.text, confidence)
 
 
 def _align(claim: Parsed, context: _Context) -> _Alignment:
@@ -204,26 +266,32 @@ def _align(claim: Parsed, context: _Context) -> _Alignment:
         for i in context.index.get(term, ()):
             scores[i] = scores.get(i, 0.0) + weight
     for number in _strict_numbers(claim):
-        for i in context.numeric:
-            if _supported_number(number, context.sentences[i].numbers):
-                scores[i] = scores.get(i, 0.0) + context.number_weight
+        for i in _sentences_with(number, context):
+            scores[i] = scores.get(i, 0.0) + context.number_weight
     if not scores:
         return _Alignment(None, 0.0, 0.0, 0.0, frozenset())
     at = min(scores, key=lambda i: (-scores[i], i))
     best = context.sentences[at]
     unmatched, total = _unmatched(claim, context)
     # The fields of one JSON record are all about the same thing, in any order.
-    window = {*range(max(0, at - NAME_WINDOW), at + 1), *context.records[at]}
-    nearby = frozenset().union(*(context.sentences[i].terms for i in window))
-    record = frozenset().union(*(context.sentences[i].terms for i in context.records[at]))
+    record = context.record_terms[at]
+    window = (*context.before[at], at)
+    nearby = record.union(*(context.sentences[i].terms for i in window))
     return _Alignment(
-        best, unmatched, total, _overlap(claim, best), nearby, context.places[at], record
+        best,
+        unmatched,
+        total,
+        _overlap(claim, best),
+        nearby,
+        context.places[at],
+        record,
+        tuple(context.sentences[i] for i in context.records[at]),
     )
 
 
 def _unmatched(claim: Parsed, context: _Context) -> tuple[float, float]:
     numbers = _strict_numbers(claim)
-    missing = sum(1 for n in numbers if not _supported_number(n, context.numbers))
+    missing = sum(1 for n in numbers if not _in_context(n, context))
     total = len(claim.terms) + NUMBER_WEIGHT * len(numbers)
     return len(claim.terms - context.vocabulary) + NUMBER_WEIGHT * missing, total
 
@@ -253,27 +321,63 @@ def _speculative(claim: str) -> str | None:
 # --- contradictions -------------------------------------------------------------------------
 
 
-def _conflict(claim: Parsed, alignment: _Alignment, context: _Context) -> str | None:
+# Conflicts with the aligned evidence that a careful reader would call contradictions
+# without doubt; antonym and negation findings depend on word scope and stay undecided, and
+# a swapped name only decides when the claim's name occurs nowhere in the context (else the
+# claim may take it from another sentence about the same thing).
+_DECISIVE = frozenset({"number", "state", "missing"})
+
+
+def _invented_name(kind: str, claim: Parsed, context: _Context) -> bool:
+    unknown = [n for n in claim.names if not _known_name(n, context)]
+    return kind == "name" and bool(unknown)
+
+
+def _conflict(claim: Parsed, alignment: _Alignment, context: _Context) -> tuple[str, str] | None:
     best = alignment.best
     if best is None:
         return None
+    # Only a claim that states something's state can conflict with a record's state.
+    if states(claim) and _about_same(claim, alignment):
+        missing = missing_record(claim, alignment.record)
+        if missing is not None:
+            return "missing", missing
+        state = state_conflict(claim, alignment.record)
+        if state is not None:
+            return "state", state
     # A shared neighbour ("thick atmosphere" / "thin atmosphere") ties an antonym to the same
     # thing even when the rest of the claim adds material the context lacks.
     antonym = _antonym_conflict(claim, best, alignment.best_overlap >= ALIGN_FOR_CONFLICT)
-    if antonym is not None or alignment.best_overlap < ALIGN_FOR_CONFLICT:
-        return antonym
-    return (
-        _number_conflict(claim, alignment, context)
-        or _negation_conflict(claim, best, alignment)
-        or _name_conflict(claim, best)
-    )
+    if antonym is not None:
+        return "antonym", antonym
+    if alignment.best_overlap < ALIGN_FOR_CONFLICT:
+        return None
+    found = _number_conflict(claim, alignment, context)
+    if found is not None:
+        return "number", found
+    found = _negation_conflict(claim, best, alignment)
+    if found is not None:
+        return "negation", found
+    found = _name_conflict(claim, best)
+    return None if found is None else ("name", found)
+
+
+def _about_same(claim: Parsed, alignment: _Alignment) -> bool:
+    """The aligned record is about what the claim is about: it holds the claim's numbers
+    (an order id) or at least half its words."""
+    terms = frozenset().union(*(s.terms for s in alignment.record))
+    numbers = [n for s in alignment.record for n in s.numbers]
+    strict = _strict_numbers(claim)
+    if strict and all(_supported_number(n, numbers) for n in strict):
+        return True
+    return bool(claim.terms) and len(claim.terms & terms) >= ALIGN_FOR_CONFLICT * len(claim.terms)
 
 
 def _number_conflict(claim: Parsed, alignment: _Alignment, context: _Context) -> str | None:
     best = alignment.best
     assert best is not None
     for number in _strict_numbers(claim):
-        if _supported_number(number, context.numbers):
+        if _in_context(number, context):
             continue
         rival = next((n for n in best.numbers if _comparable(number, n)), None)
         # The whole unit must be in the sentence: "45 days ago" (time since delivery) is not
@@ -372,7 +476,7 @@ def _show(number: Number) -> str:
 
 def _gap(claim: Parsed, alignment: _Alignment, context: _Context) -> str | None:
     for number in _strict_numbers(claim):
-        if not _supported_number(number, context.numbers):
+        if not _in_context(number, context):
             return f"the number {_show(number)} does not appear in the context"
     known = context.vocabulary
     short = len(claim.terms) <= SHORT_CLAIM
@@ -408,6 +512,51 @@ def _gap(claim: Parsed, alignment: _Alignment, context: _Context) -> str | None:
     return None
 
 
+def _restated(claim: Parsed, alignment: _Alignment) -> bool:
+    """Near-verbatim support: the claim's words in the evidence's order (any order within one
+    JSON record, whose fields have none), its numbers there too, and no negation either side
+    lacks. Words merely found across the context leave relations unchecked ("A beat B")."""
+    best = alignment.best
+    if best is None or not claim.terms or not _statement(claim.text):
+        return False
+    if any(n.hedged for n in claim.numbers):
+        return False  # an approximation is a judgement call, not a restatement
+    record = alignment.record if alignment.place and alignment.place[1] is not None else (best,)
+    if len(record) > 1:
+        if not claim.terms <= alignment.record_terms:
+            return False
+    elif not _in_order(claim.seq, best.seq):
+        return False
+    negated = frozenset().union(*(s.negated for s in record))
+    if negated & claim.terms != claim.negated & claim.terms:
+        return False
+    numbers = [n for s in record for n in s.numbers]
+    return all(_supported_number(n, numbers) for n in _strict_numbers(claim))
+
+
+_AUXILIARY_WORDS = (
+    "is are was were be been being has have had does did do will would can could shall "
+    "should may might must"
+)
+_AUXILIARIES = frozenset(_AUXILIARY_WORDS.split())
+
+
+def _statement(text: str) -> bool:
+    """A sentence with a verb, not a bare phrase: "Neil Gaiman." answers a question the
+    judge does not see, so restating the context's words does not make it right."""
+    # Without a tagger: an auxiliary, or a lower-case word after the first ending as a past
+    # or third-person verb does ("shipped", "lends"; plurals pass too, phrases rarely have one).
+    return any(
+        t.lower() in _AUXILIARIES or (i > 0 and t.islower() and t.endswith(("ed", "s")))
+        for i, t in enumerate(words(text))
+    )
+
+
+def _in_order(needle: Sequence[str], haystack: Sequence[str]) -> bool:
+    rest = iter(haystack)
+    return all(word in rest for word in needle)
+
+
 def _known_name(name: str, context: _Context) -> bool:
     # "Libyan" / "Libya", "presidential" / "President": a shared 5-letter start is the same name.
     if name in context.vocabulary:
@@ -435,8 +584,7 @@ def _unrelated(place: Place, other: Place) -> bool:
     other_item, other_record = other
     if other_item != item or record is None or other_record is None:
         return False
-    shorter = min(len(record), len(other_record))
-    return record[:shorter] != other_record[:shorter]
+    return not related(record, other_record)
 
 
 def _surface(text: str, stems: Sequence[str], joiner: str = ", ") -> str:
@@ -487,8 +635,18 @@ def _too_little(alignment: _Alignment, claim: Parsed) -> bool:
     return alignment.unmatched > slack
 
 
-def _supported_number(number: Number, known: Sequence[Number]) -> bool:
-    return any(_same_number(number, other) for other in known)
+def _sentences_with(number: Number, context: _Context) -> set[int]:
+    """The sentences holding a number the claim's `number` restates."""
+    return {i for n, i in context.number_index.candidates(number) if _same_number(number, n)}
+
+
+def _in_context(number: Number, context: _Context) -> bool:
+    return any(_same_number(number, n) for n, _ in context.number_index.candidates(number))
+
+
+def _supported_number(number: Number, numbers: list[Number]) -> bool:
+    """`number` among a record's few numbers (the whole context goes through its index)."""
+    return any(_same_number(number, n) for n in numbers)
 
 
 def _same_number(claim: Number, ctx: Number) -> bool:

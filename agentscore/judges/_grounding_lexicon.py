@@ -17,8 +17,10 @@ __all__ = [
     "IRREGULAR_FORMS",
     "KEY_WORDS",
     "NEGATIONS",
+    "NOT_FOUND",
     "SPECULATIVE",
     "SPECULATIVE_PHRASES",
+    "STATES",
     "STOPWORDS",
     "SUBJECTIVE",
     "SYNONYM_GROUPS",
@@ -181,4 +183,31 @@ ANTONYM_PAIRS = _groups(
     complete/incomplete able/unable possible/impossible likely/unlikely known/unknown
     available/unavailable successful/unsuccessful before/later
     """
+)
+
+# States a thing is in, as written (surface words: "delivered" is a state, "delivery" is
+# not). Each maps to (group, state, stage). Within a group a thing is in one state at a time;
+# in a group with stages a later stage implies the earlier ones ("delivered" implies it
+# shipped), and a stage of -1 excludes every other state ("cancelled").
+STATES: dict[str, tuple[str, str, int]] = {
+    **{w: ("order", "placed", 0) for w in ("placed", "ordered")},
+    **{w: ("order", "processing", 1) for w in ("pending", "processing", "confirmed")},
+    "packed": ("order", "packed", 2),
+    **{w: ("order", "shipped", 3) for w in ("shipped", "dispatched")},
+    "transit": ("order", "transit", 4),
+    "delivered": ("order", "delivered", 5),
+    "returned": ("order", "returned", 6),
+    "refunded": ("order", "refunded", 7),
+    **{w: ("order", "cancelled", -1) for w in ("cancelled", "canceled")},
+    **{w: ("account", w, -1) for w in ("active", "inactive", "suspended", "deactivated")},
+    **{w: ("payment", w, -1) for w in ("paid", "unpaid", "overdue")},
+    **{w: ("decision", w, -1) for w in ("approved", "rejected", "denied")},
+}
+
+# A record that says the thing asked about does not exist.
+NOT_FOUND = re.compile(
+    r"\b(?:not found|no such|(?:does|do|did)(?: not|n't) exist|no (?:matching )?records?|"
+    r"(?:could|can)(?: not|n't|not) (?:be )?(?:find|found|locate|located)|"
+    r"unable to (?:find|locate))\b",
+    re.IGNORECASE,
 )

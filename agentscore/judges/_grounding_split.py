@@ -43,6 +43,9 @@ _COORDINATOR = re.compile(
     r"|\s+(?:and|but|whereas|while)\s+"
 )
 _WINDOW = 300
+# The from/to pattern backtracks polynomially in the clause's length; a real change
+# ("X grew from A in 2020 to B now") is far shorter than this.
+_MAX_CHANGE_CLAUSE = 400
 _MAX_SPLIT_POINTS = 2 * MAX_CLAIMS
 _CHANGE_FROM_TO = re.compile(
     r"^(?P<head>.*?\b(?:grow|grew|grown|increas|ris|rose|fall|fell|fallen|drop|declin|climb|"
@@ -129,7 +132,7 @@ def _split_clauses(sentence: str) -> list[str]:
 def _split_change(clause: str) -> list[str]:
     # "X grew from 100 in 2020 to 500 now" states two facts, the start and the end value,
     # and a context records them as states ("X had 100 in 2020"), not as the change.
-    match = _CHANGE_FROM_TO.match(clause)
+    match = _CHANGE_FROM_TO.match(clause) if len(clause) <= _MAX_CHANGE_CLAUSE else None
     if match is None:
         return [clause]
     head = match.group("head")

@@ -5,7 +5,6 @@ Pure functions of their input so the engine can prepare a context once and reuse
 
 from __future__ import annotations
 
-import json
 import re
 from functools import lru_cache
 
@@ -13,14 +12,12 @@ from agentscore.judges._grounding_lexicon import (
     ABBREVIATIONS,
     ANTONYM_PAIRS,
     IRREGULAR_FORMS,
-    KEY_WORDS,
     SYNONYM_GROUPS,
 )
 
 __all__ = [
     "ANTONYMS",
     "canon",
-    "context_sentences",
     "split_sentences",
     "stem",
     "word_spans",
@@ -129,50 +126,3 @@ def _is_abbreviation(text: str, dot: int) -> bool:
     token = re.split(r"[\s(\"'.]", before)[-1].lower()
     # A single capital letter is an initial ("Thomas K. Arnold"), not a sentence end.
     return token in ABBREVIATIONS or (len(token) == 1 and token.isalpha())
-
-
-def context_sentences(item: str) -> list[tuple[str, tuple[int, ...] | None]]:
-    """Sentences of one context item, each with the JSON record it belongs to (None for
-    prose). JSON tool results become one 'path value' line per leaf, and the leaves of one
-    JSON object share a record: they are all about the same thing. A record is the path of
-    object numbers from the root, so a record's ancestors are its prefixes."""
-    stripped = item.strip()
-    if stripped[:1] in ("{", "["):
-        try:
-            data = json.loads(stripped)
-        except (ValueError, RecursionError):
-            data = None
-        if isinstance(data, dict | list):
-            # A string value can hold several sentences ("... for a full refund. Worn shoes
-            # cannot be returned."): each is its own line, or a negation in one would be read
-            # against a claim aligned with the other.
-            lines = [
-                (f"{path} {sentence}".strip(), record)
-                for path, value, record in _json_leaves(data, "", [0], ())
-                for sentence in (split_sentences(value) or [value])
-            ]
-            return [(line, record) for line, record in lines if line]
-    return [(sentence, None) for sentence in split_sentences(item)]
-
-
-_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
-
-
-def _json_leaves(
-    data: object, path: str, counter: list[int], record: tuple[int, ...]
-) -> list[tuple[str, str, tuple[int, ...]]]:
-    if isinstance(data, dict):
-        own = (*record, counter[0])
-        counter[0] += 1
-        out: list[tuple[str, str, tuple[int, ...]]] = []
-        for key, value in data.items():
-            # "expected_on" / "shippedOn" are words the claim may use ("expected on").
-            name = _CAMEL.sub(" ", str(key)).replace("_", " ").replace("-", " ")
-            name = " ".join(KEY_WORDS.get(w.lower(), w) for w in name.split())
-            out.extend(_json_leaves(value, f"{path} {name}".strip(), counter, own))
-        return out
-    if isinstance(data, list):
-        return [leaf for value in data for leaf in _json_leaves(value, path, counter, record)]
-    if data is None:
-        return [(path, "none", record)]
-    return [(path, str(data), record)]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -12,8 +11,6 @@ from pydantic import BaseModel, ValidationError
 __all__ = ["parse_reply", "strict_schema"]
 
 T = TypeVar("T", bound=BaseModel)
-
-_FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
 
 
 @functools.cache
@@ -41,6 +38,16 @@ def _tighten(node: Any) -> Any:
     return node
 
 
+def _unfence(text: str) -> str | None:
+    """The body of a reply wrapped in a Markdown code fence (```json ... ```), else None.
+
+    Not a regex: a lazy body before a trailing fence backtracks quadratically, and a reply of
+    "```" and a few thousand spaces held the scoring loop for a minute."""
+    if len(text) < 6 or not (text.startswith("```") and text.endswith("```")):
+        return None
+    return text[3:-3].removeprefix("json").strip()
+
+
 def parse_reply(text: str | None, output_type: type[T]) -> T:
     """Parse a judge's reply into `output_type`.
 
@@ -50,9 +57,9 @@ def parse_reply(text: str | None, output_type: type[T]) -> T:
     if not text or not text.strip():
         raise ValueError("the reply was empty; expected a JSON object")
     candidate = text.strip()
-    fenced = _FENCE.match(candidate)
-    if fenced:
-        candidate = fenced.group(1)
+    fenced = _unfence(candidate)
+    if fenced is not None:
+        candidate = fenced
     elif not candidate.startswith("{"):
         start, end = candidate.find("{"), candidate.rfind("}")
         if start != -1 and end > start:

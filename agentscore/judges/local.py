@@ -77,6 +77,12 @@ def _verdicts(claims: Sequence[str], context: Sequence[str], mode: Any) -> list[
     from agentscore.judges._grounding import check_claims
 
     return [
-        {"claim": check.claim, "verdict": check.verdict, "reason": check.reason}
+        {
+            "claim": check.claim,
+            "verdict": check.verdict,
+            "reason": check.reason,
+            "confidence": check.confidence,
+            "decided_by": "local",
+        }
         for check in check_claims(claims, context, mode=mode)
     ]

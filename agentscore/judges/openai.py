@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import time
 from typing import Any, Literal, TypeVar
 
@@ -13,15 +14,19 @@ from openai.types.chat import ChatCompletion
 from pydantic import BaseModel
 
 from agentscore._clients import LoopLocalClient, create_chat_completion, current_loop_token
+from agentscore._options import check_number
 from agentscore._redact import known_secrets, redact, register_secret
 from agentscore.adapters import coerce_messages
 from agentscore.errors import (
+    ConfigurationError,
     JudgeAuthError,
     JudgeConnectionError,
     JudgeError,
     JudgeOutputError,
     JudgeRateLimitError,
+    JudgeReplyTooLargeError,
     JudgeRequestError,
+    JudgeResponseError,
     JudgeServerError,
     JudgeTimeoutError,
 )
@@ -32,13 +37,20 @@ from agentscore.telemetry.core import current_telemetry
 from agentscore.telemetry.semconv import INPUT_MESSAGES
 from agentscore.telemetry.spans import chat_span, messages_attribute, record_chat_response
 
-__all__ = ["OpenAIJudge", "OutputMode"]
+__all__ = ["DEFAULT_MAX_REPLY_CHARS", "OpenAIJudge", "OutputMode"]
 
 T = TypeVar("T", bound=BaseModel)
 
 OutputMode = Literal["json_schema", "json_object", "prompt"]
 _FALLBACK: dict[OutputMode, OutputMode] = {"json_schema": "json_object", "json_object": "prompt"}
 _FORMAT_HINTS = ("response_format", "json_schema", "json_object", "structured", "schema")
+# Verdicts for 200 claims fit in a fraction of this; a longer reply is a runaway generation,
+# and accepting it would keep it in the cache and in every result that quotes it.
+DEFAULT_MAX_REPLY_CHARS = 65_536
+# The SDK's backoff for its own retries, used for the ones it does not make (bad 200 bodies).
+_RETRY_DELAY = 0.5
+_MAX_RETRY_DELAY = 8.0
+_OUTPUT_MODES = ("json_schema", "json_object", "prompt")
 
 
 class OpenAIJudge:
@@ -64,7 +76,19 @@ class OpenAIJudge:
         cache: ResponseCache | None = None,
         use_cache: bool = True,
         output_mode: OutputMode = "json_schema",
+        max_reply_chars: int = DEFAULT_MAX_REPLY_CHARS,
     ) -> None:
+        check_number("OpenAIJudge timeout", timeout, low=0, open_low=True)
+        check_number("OpenAIJudge max_retries", max_retries, low=0, integer=True)
+        check_number("OpenAIJudge temperature", temperature, low=0, high=2)
+        check_number("OpenAIJudge max_reply_chars", max_reply_chars, low=1, integer=True)
+        if output_mode not in _OUTPUT_MODES:
+            raise ConfigurationError(
+                f"OpenAIJudge output_mode must be one of {', '.join(_OUTPUT_MODES)}, "
+                f"not {output_mode!r}"
+            )
+        if not isinstance(model, str) or not model.strip():
+            raise ConfigurationError("OpenAIJudge model must be a non-empty string")
         self._model = model
         self._base_url = base_url
         self._api_key = api_key
@@ -80,6 +104,7 @@ class OpenAIJudge:
         self._cache = (cache if cache is not None else ResponseCache()) if use_cache else None
         self._in_flight: dict[str, tuple[object, anyio.Event]] = {}
         self.output_mode: OutputMode = output_mode
+        self._max_reply_chars = max_reply_chars
 
     @property
     def model_name(self) -> str:
@@ -165,6 +190,7 @@ class OpenAIJudge:
     ) -> tuple[str | None, JudgeUsage]:
         started = time.perf_counter()
         calls = 0
+        bad_bodies = 0
         while True:
             calls += 1
             try:
@@ -176,18 +202,35 @@ class OpenAIJudge:
                 raise self._translate(exc, calls, started) from None
             except openai.OpenAIError as exc:
                 raise self._translate(exc, calls, started) from None
+            except JudgeResponseError as exc:
+                # A proxy's error page or a cut body is as transient as a 502, but the SDK
+                # only retries what fails before the body is read: retry it here, alike.
+                if bad_bodies < self._client.get().max_retries:
+                    bad_bodies += 1
+                    await anyio.sleep(_backoff(bad_bodies))
+                    continue
+                exc.usage = _spent(calls, started)
+                raise
             break
         choice = response.choices[0] if response.choices else None
         text = choice.message.content if choice else None
-        if choice is not None and choice.finish_reason == "length":
-            text = (text or "") + "\n[reply truncated: the token limit was reached]"
         tokens = response.usage
-        return text, JudgeUsage(
+        usage = JudgeUsage(
             calls=calls,
             input_tokens=tokens.prompt_tokens if tokens else 0,
             output_tokens=tokens.completion_tokens if tokens else 0,
             duration_ms=(time.perf_counter() - started) * 1000,
         )
+        if text is not None and len(text) > self._max_reply_chars:
+            error = JudgeReplyTooLargeError(
+                f"the judge's reply has {len(text)} characters, more than max_reply_chars "
+                f"({self._max_reply_chars})"
+            )
+            error.usage = usage
+            raise error
+        if choice is not None and choice.finish_reason == "length":
+            text = (text or "") + "\n[reply truncated: the token limit was reached]"
+        return text, usage
 
     async def _create(
         self, messages: list[dict[str, str]], output_type: type[BaseModel], schema: dict[str, Any]
@@ -202,17 +245,33 @@ class OpenAIJudge:
         ) as span:
             if telemetry.capture_content and span.is_recording():
                 span.set_attribute(INPUT_MESSAGES, messages_attribute(coerce_messages(sent)))
-            response = await create_chat_completion(
-                self._client.get(),
-                {
-                    "model": self._model,
-                    "messages": sent,
-                    "temperature": self._temperature,
-                    **self._format_kwargs(output_type, schema),
-                },
-            )
+            try:
+                response: object = await create_chat_completion(
+                    self._client.get(),
+                    {
+                        "model": self._model,
+                        "messages": sent,
+                        "temperature": self._temperature,
+                        **self._format_kwargs(output_type, schema),
+                    },
+                )
+            except (
+                json.JSONDecodeError,
+                UnicodeDecodeError,
+                openai.APIResponseValidationError,
+            ) as exc:
+                # The SDK parses a 200's JSON body after its retry loop: a cut body raises here.
+                raise self._bad_body(f"a body that is not valid JSON ({exc})") from None
+            if not isinstance(response, ChatCompletion) or not isinstance(
+                getattr(response, "choices", None), list
+            ):
+                # A non-JSON body comes back as its text; JSON of another shape lacks choices.
+                raise self._bad_body(f"a body that is not a chat completion: {str(response)!r}")
             record_chat_response(span, response)
             return response
+
+    def _bad_body(self, what: str) -> JudgeResponseError:
+        return JudgeResponseError(redact(f"judge endpoint answered 200 with {what}", self._api_key))
 
     def _format_kwargs(
         self, output_type: type[BaseModel], schema: dict[str, Any]
@@ -255,8 +314,16 @@ class OpenAIJudge:
             error = JudgeServerError(f"judge endpoint failed ({exc.status_code}): {message}")
         else:
             error = JudgeRequestError(f"judge request rejected: {message}")
-        error.usage = JudgeUsage(calls=calls, duration_ms=(time.perf_counter() - started) * 1000)
+        error.usage = _spent(calls, started)
         return error
+
+
+def _spent(calls: int, started: float) -> JudgeUsage:
+    return JudgeUsage(calls=calls, duration_ms=(time.perf_counter() - started) * 1000)
+
+
+def _backoff(retry: int) -> float:
+    return min(_RETRY_DELAY * 2.0 ** (retry - 1), _MAX_RETRY_DELAY) * (1 - 0.25 * random.random())
 
 
 def _mentions_format(exc: openai.APIStatusError) -> bool:

@@ -23,7 +23,7 @@ import anyio
 import anyio.to_thread
 import structlog
 
-from agentscore.errors import ConfigurationError
+from agentscore._options import check_number
 from agentscore.live._callbacks import call_user
 from agentscore.live._loop import BackgroundLoop, background_loop
 from agentscore.result import ScoreResult, ScoreStatus
@@ -90,12 +90,12 @@ class Runner:
         sink_timeout: float = 30.0,
         loop: BackgroundLoop = background_loop,
     ) -> None:
-        if max_queue < 1:
-            raise ConfigurationError("max_queue must be at least 1")
-        if concurrency < 1:
-            raise ConfigurationError("concurrency must be at least 1")
-        if run_timeout is not None and run_timeout <= 0:
-            raise ConfigurationError("run_timeout must be positive or None")
+        check_number("max_queue", max_queue, low=1, integer=True)
+        check_number("concurrency", concurrency, low=1, integer=True)
+        if run_timeout is not None:
+            check_number("run_timeout", run_timeout, low=0, open_low=True)
+        check_number("drop_log_interval", drop_log_interval, low=0)
+        check_number("sink_timeout", sink_timeout, low=0, open_low=True)
         self.max_queue = max_queue
         self.concurrency = concurrency
         self.run_timeout = run_timeout

@@ -8,10 +8,12 @@ flow instead: extract claims, analyze them, ask for a reason, each its own call.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agentscore._options import check_number
 from agentscore.context import (
     ContextParams,
     GetContext,
@@ -26,7 +28,7 @@ from agentscore.scorers import prompts
 from agentscore.scorers.base import Score, Scorer, StepParams
 from agentscore.scorers.prompts import ClaimMode, Verdict, VerdictItem
 
-__all__ = ["ClaimScorerOptions", "build_claim_scorer", "compose_reason"]
+__all__ = ["ClaimScorerOptions", "build_claim_scorer", "compose_reason", "scaled_threshold"]
 
 MAX_OUTPUT_CHARS = 50_000
 MAX_CONTEXT_CHARS = 400_000
@@ -42,6 +44,7 @@ class ClaimScorerOptions:
     stepwise: bool
     unsure_counts_as_supported: bool
     scale: float
+    user_facts: bool = True
 
 
 def build_claim_scorer(
@@ -62,6 +65,8 @@ def build_claim_scorer(
         raise ConfigurationError("context must be a list of strings")
     if options.get_context is not None and not callable(options.get_context):
         raise ConfigurationError("get_context must be callable")
+    if timeout is not None:
+        check_number("timeout", timeout, low=0, open_low=True)
     steps = _StepwiseSteps(options) if options.stepwise else _OneCallSteps(options)
     return Scorer(
         id=id,
@@ -79,6 +84,15 @@ def build_claim_scorer(
         verbose=verbose,
         timeout=timeout,
     )
+
+
+def scaled_threshold(threshold: float | None, scale: float) -> float | None:
+    """The built-ins' `threshold`, a fraction of `scale`, on the score's own scale."""
+    check_number("scale", scale, low=0, open_low=True)
+    if threshold is None:
+        return None
+    check_number("threshold", threshold, low=0, high=1)
+    return threshold * scale
 
 
 class _CommonSteps:
@@ -132,7 +146,13 @@ class _OneCallSteps(_CommonSteps):
             )
         )
         params.state["verdicts"] = [
-            VerdictItem(claim=item.claim, verdict=item.verdict, reason=item.reason)
+            VerdictItem(
+                claim=item.claim,
+                verdict=item.verdict,
+                reason=item.reason,
+                confidence=item.confidence,
+                decided_by=item.decided_by or params.judge.model_name,
+            )
             for item in reply.claims
         ]
         return self.claims_shape([item.claim for item in reply.claims])
@@ -196,7 +216,12 @@ class _StepwiseSteps(_CommonSteps):
             )
             # The claim text is ours, whatever the judge echoed back.
             verdicts = [
-                item.model_copy(update={"claim": claim})
+                item.model_copy(
+                    update={
+                        "claim": claim,
+                        "decided_by": item.decided_by or params.judge.model_name,
+                    }
+                )
                 for claim, item in zip(claims, reply.verdicts, strict=True)
             ]
         params.state["verdicts"] = verdicts
@@ -221,7 +246,10 @@ class _StepwiseSteps(_CommonSteps):
                     self.mode,
                     params.score,
                     self.options.scale,
-                    [item.model_dump(mode="json") for item in verdicts],
+                    [
+                        item.model_dump(mode="json", include={"claim", "verdict", "reason"})
+                        for item in verdicts
+                    ],
                 ),
                 output_type=prompts.Reason,
                 payload={
@@ -267,12 +295,44 @@ async def _resolve_context(options: ClaimScorerOptions, params: StepParams, step
     else:
         raw = [format_tool_result(result) for result in extract_tool_results(params.run.output)]
     context = _as_chunks(raw)
+    if options.user_facts:
+        context.extend(chunk for chunk in _user_facts(params) if chunk not in context)
     size = sum(len(chunk) for chunk in context)
     if size > MAX_CONTEXT_CHARS:
         raise InputTooLargeError(
             f"context has {size} characters, more than the {MAX_CONTEXT_CHARS} this scorer judges"
         )
     return context
+
+
+_USER_SAID = "The user said: "
+_SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
+# Sentences starting so ask or request; they state no fact ("Tell me about ...").
+_REQUESTS = (
+    "tell show give list explain describe help find check please can could would will "
+    "what where when who whom whose which why how is are do does did"
+)
+_REQUEST_WORDS = frozenset(_REQUESTS.split())
+
+
+def _user_facts(params: StepParams) -> list[str]:
+    """What the user stated in the run's input, as context: an answer that restates the
+    user's own facts ("your shoes were delivered 45 days ago") is grounded in the
+    conversation, not invented. Questions and requests state nothing and are left out;
+    the label lets a judge read the rest as the user's word rather than as a record."""
+    facts = (_statements(message.content) for message in params.run.input
+             if message.role == "user" and message.content)  # fmt: skip
+    return [_USER_SAID + fact for fact in facts if fact]
+
+
+def _statements(text: str) -> str:
+    kept = []
+    for match in _SENTENCE.finditer(text):
+        sentence = match.group().strip()
+        first = sentence.split(maxsplit=1)[0].lower().strip(",;:") if sentence else ""
+        if first and not sentence.endswith("?") and first not in _REQUEST_WORDS:
+            kept.append(sentence)
+    return " ".join(kept)
 
 
 def _as_chunks(raw: object) -> list[str]:
@@ -292,7 +352,8 @@ def _as_chunks(raw: object) -> list[str]:
 
 
 def _verdicts_shape(verdicts: Sequence[VerdictItem]) -> dict[str, Any]:
-    return {"verdicts": [item.model_dump(mode="json") for item in verdicts]}
+    # exclude_none: a judge that reports no confidence leaves the seeds' shape unchanged.
+    return {"verdicts": [item.model_dump(mode="json", exclude_none=True) for item in verdicts]}
 
 
 def compose_reason(

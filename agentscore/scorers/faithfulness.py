@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from agentscore.context import GetContext
 from agentscore.judges.resolve import JudgeLike
-from agentscore.scorers._claims import ClaimScorerOptions, build_claim_scorer
+from agentscore.scorers._claims import ClaimScorerOptions, build_claim_scorer, scaled_threshold
 from agentscore.scorers.base import Scorer
 
 __all__ = ["DEFAULT_THRESHOLD", "create_faithfulness_scorer"]
@@ -28,6 +28,7 @@ def create_faithfulness_scorer(
     verbose: bool = False,
     stepwise: bool = False,
     unsure_counts_as_supported: bool = False,
+    user_facts: bool = True,
     timeout: float | None = None,
     id: str = "faithfulness",
 ) -> Scorer:
@@ -39,7 +40,8 @@ def create_faithfulness_scorer(
     "no_claims". `unsure_counts_as_supported=True` is deepeval's rule (truthful = does not
     contradict). `model`: a model name for an OpenAI-compatible endpoint, "local" or None for
     the offline local judge, or any `Judge`. `threshold` is a fraction of `scale`; a run
-    passes at or above it.
+    passes at or above it. `user_facts` (default True) counts the user's own messages as
+    context, so restating what the user said is not penalised.
     """
     return build_claim_scorer(
         ClaimScorerOptions(
@@ -49,11 +51,12 @@ def create_faithfulness_scorer(
             stepwise=stepwise,
             unsure_counts_as_supported=unsure_counts_as_supported,
             scale=scale,
+            user_facts=user_facts,
         ),
         id=id,
         description="Share of the output's claims supported by the context (higher is better).",
         model=model,
-        threshold=None if threshold is None else threshold * scale,
+        threshold=scaled_threshold(threshold, scale),
         strict_mode=strict_mode,
         include_reason=include_reason,
         verbose=verbose,

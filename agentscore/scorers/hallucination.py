@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from agentscore.context import GetContext
 from agentscore.judges.resolve import JudgeLike
-from agentscore.scorers._claims import ClaimScorerOptions, build_claim_scorer
+from agentscore.scorers._claims import ClaimScorerOptions, build_claim_scorer, scaled_threshold
 from agentscore.scorers.base import Scorer
 
 __all__ = ["DEFAULT_THRESHOLD", "create_hallucination_scorer"]
@@ -28,6 +28,7 @@ def create_hallucination_scorer(
     verbose: bool = False,
     stepwise: bool = False,
     unsure_counts_as_supported: bool = False,
+    user_facts: bool = True,
     timeout: float | None = None,
     id: str = "hallucination",
 ) -> Scorer:
@@ -36,7 +37,8 @@ def create_hallucination_scorer(
     A claim is hallucinated when it contradicts the context or is not supported by it;
     subjective claims count unless supported; speculation about facts in the context and
     approximations are allowed. An output with no claims scores 0 ("no_claims"). Context:
-    `get_context(params)` if given, else `context`, else the run's tool results. `threshold`
+    `get_context(params)` if given, else `context`, else the run's tool results; with
+    `user_facts` (default True) the user's own messages too. `threshold`
     is in fractions of `scale`; a run passes at or below it.
     """
     return build_claim_scorer(
@@ -47,11 +49,12 @@ def create_hallucination_scorer(
             stepwise=stepwise,
             unsure_counts_as_supported=unsure_counts_as_supported,
             scale=scale,
+            user_facts=user_facts,
         ),
         id=id,
         description="Share of the output's claims not grounded in the context (lower is better).",
         model=model,
-        threshold=None if threshold is None else threshold * scale,
+        threshold=scaled_threshold(threshold, scale),
         strict_mode=strict_mode,
         include_reason=include_reason,
         verbose=verbose,

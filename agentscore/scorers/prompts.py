@@ -15,6 +15,7 @@ from enum import StrEnum
 from typing import Literal
 
 from pydantic import BaseModel, Field
+from pydantic.json_schema import SkipJsonSchema
 
 __all__ = [
     "ClaimMode",
@@ -41,10 +42,19 @@ class Verdict(StrEnum):
     UNSURE = "unsure"
 
 
+# Set by code, never asked of an LLM judge: left out of the reply schema it is sent.
+Confidence = SkipJsonSchema[float | None]
+DecidedBy = SkipJsonSchema[str | None]
+
+
 class ClaimVerdict(BaseModel):
     claim: str = Field(description="One atomic claim, in the answer's own words.")
     verdict: Verdict
     reason: str = Field(description="One short sentence, quoting the context when it can.")
+    # How sure the deciding judge is (the local judge sets it; None: not known).
+    confidence: Confidence = Field(default=None, ge=0.0, le=1.0)
+    # The model name of the judge whose verdict this is (a cascade mixes two).
+    decided_by: DecidedBy = None
 
 
 class ClaimVerdicts(BaseModel):
@@ -61,6 +71,8 @@ class VerdictItem(BaseModel):
     claim: str
     verdict: Verdict
     reason: str
+    confidence: Confidence = Field(default=None, ge=0.0, le=1.0)
+    decided_by: DecidedBy = None
 
 
 class Verdicts(BaseModel):

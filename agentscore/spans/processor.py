@@ -23,7 +23,7 @@ from agentscore.evals import Evals
 from agentscore.run import ScorerRun
 from agentscore.spans.assembler import TraceAssembler
 from agentscore.spans.records import SpanRecord
-from agentscore.telemetry.core import scoring_in_progress
+from agentscore.telemetry.core import AGENTSCORE_SCOPE, scoring_in_progress
 
 __all__ = ["ScoringSpanProcessor"]
 
@@ -78,6 +78,9 @@ class ScoringSpanProcessor(SpanProcessor):
     def on_end(self, span: ReadableSpan) -> None:
         if scoring_in_progress():
             return  # the judge's own spans
+        scope = span.instrumentation_scope
+        if scope is not None and scope.name == AGENTSCORE_SCOPE:
+            return  # agentscore.Agent and @evals.observe score through their own evals
         try:
             with self._condition:
                 if self._closed or len(self._pending) >= self.max_queue:

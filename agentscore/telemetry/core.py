@@ -13,6 +13,7 @@ from opentelemetry.metrics import Counter, Histogram, Meter, MeterProvider
 from opentelemetry.trace import Tracer, TracerProvider
 
 __all__ = [
+    "AGENTSCORE_SCOPE",
     "CAPTURE_CONTENT_ENV",
     "Telemetry",
     "current_telemetry",
@@ -23,7 +24,7 @@ __all__ = [
 ]
 
 CAPTURE_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
-_SCOPE = "agentscore"
+AGENTSCORE_SCOPE = "agentscore"
 _VERSION = "0.1.0"
 
 
@@ -35,6 +36,8 @@ def _capture_from_env() -> bool:
 class _Instruments:
     scores: Histogram
     runs: Counter
+    cascade_runs: Counter
+    cascade_claims: Counter
 
 
 @dataclass(slots=True)
@@ -56,13 +59,17 @@ class Telemetry:
 
     def __post_init__(self) -> None:
         # Proxies when the globals are not set yet: they follow a provider installed later.
-        self.tracer = trace.get_tracer(_SCOPE, _VERSION, tracer_provider=self.tracer_provider)
-        self.logger = _logs.get_logger(_SCOPE, _VERSION, logger_provider=self.logger_provider)
+        self.tracer = trace.get_tracer(
+            AGENTSCORE_SCOPE, _VERSION, tracer_provider=self.tracer_provider
+        )
+        self.logger = _logs.get_logger(
+            AGENTSCORE_SCOPE, _VERSION, logger_provider=self.logger_provider
+        )
 
     @property
     def instruments(self) -> _Instruments:
         if self._instruments is None:
-            meter: Meter = metrics.get_meter(_SCOPE, meter_provider=self.meter_provider)
+            meter: Meter = metrics.get_meter(AGENTSCORE_SCOPE, meter_provider=self.meter_provider)
             self._instruments = _Instruments(
                 scores=meter.create_histogram(
                     "gen_ai.evaluation.score",
@@ -72,6 +79,16 @@ class Telemetry:
                     "agentscore.evaluation.runs",
                     unit="{run}",
                     description="Sampled scorer runs by outcome: scored, failed or dropped",
+                ),
+                cascade_runs=meter.create_counter(
+                    "agentscore.cascade.runs",
+                    unit="{run}",
+                    description="Runs a cascade judge answered, by route (local, escalated, ...)",
+                ),
+                cascade_claims=meter.create_counter(
+                    "agentscore.cascade.claims",
+                    unit="{claim}",
+                    description="Claims a cascade judge decided, by who decided them",
                 ),
             )
         return self._instruments

@@ -1,0 +1,281 @@
+"""Cheap first, the LLM only where it must: a cascade of a local judge and an LLM judge.
+
+Every request goes to the first judge (the offline local judge). The claims it is not
+confident about, or every claim of a deterministic share of runs kept for calibration, go to
+the second judge (an LLM) in one request per run, and its verdicts replace the first judge's
+for those claims. Each verdict records which judge decided it; the usage is the sum of both.
+See docs/local-judge.md#the-cascade.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, TypeVar
+
+import structlog
+from pydantic import BaseModel
+
+from agentscore.errors import ConfigurationError, JudgeError
+from agentscore.judges.base import Judge, JudgeReply, JudgeRequest, JudgeUsage
+from agentscore.judges.resolve import JudgeLike, resolve_judge
+from agentscore.telemetry.core import current_telemetry
+
+__all__ = [
+    "AGREEMENT",
+    "CONFIDENT_AT",
+    "DECISION",
+    "ROUTE",
+    "CascadeJudge",
+    "Escalate",
+    "OnLLMError",
+]
+
+T = TypeVar("T", bound=BaseModel)
+OnLLMError = Literal["fail", "local"]
+Escalate = Literal["unsure", "run"]
+
+# The local judge gives its decided cases 0.95 and above, everything else 0.5 or less.
+CONFIDENT_AT = 0.9
+
+# Metric attributes (agentscore.cascade.runs / agentscore.cascade.claims).
+ROUTE = "agentscore.cascade.route"
+DECISION = "agentscore.cascade.decision"
+AGREEMENT = "agentscore.cascade.agreement"
+
+# Tasks whose replies are verdicts per claim, and the field that holds them.
+_VERDICT_FIELD = {"claims.verify": "claims", "claims.analyze": "verdicts"}
+# Tasks the first judge answers for free when it can (claim splitting, the written reason).
+_FIRST_TASKS = frozenset({"claims.extract", "claims.reason"})
+
+_log = structlog.get_logger("agentscore.cascade")
+
+
+class CascadeJudge:
+    """`first` decides what it is confident about; `then` decides the rest, one request a run.
+
+    - `first`: a judge that sets `confidence` on its verdicts (default: `LocalJudge()`);
+      a verdict without one counts as not confident.
+    - `then`: the LLM judge (a `Judge` or a model name).
+    - `confident_at`: verdicts of `first` with at least this confidence are kept.
+    - `calibration`: the share of runs (0 to 1) whose claims all go to `then`, chosen
+      deterministically from the request's content; agreement with `first` on its confident
+      claims is counted in the `agentscore.cascade.claims` metric.
+    - `on_llm_error`: when `then` fails, "fail" (default) fails the run with `then`'s typed
+      error; "local" keeps `first`'s verdicts, unsure ones included.
+    - `escalate`: "unsure" (default) sends only the claims `first` is not sure of; "run"
+      sends every claim of a run that needs the LLM anyway: the same number of requests,
+      more tokens, and `first`'s rare confident errors in those runs are overruled.
+
+    When `first` raises, the whole request goes to `then`. Requests that are not claim
+    verdicts (custom `JudgePrompt` steps) go to `then` directly.
+    """
+
+    def __init__(
+        self,
+        first: JudgeLike = None,
+        then: JudgeLike = None,
+        *,
+        confident_at: float = CONFIDENT_AT,
+        calibration: float = 0.0,
+        on_llm_error: OnLLMError = "fail",
+        escalate: Escalate = "unsure",
+    ) -> None:
+        if then is None or then == "local":
+            raise ConfigurationError("a cascade needs an LLM judge as `then` (a model or Judge)")
+        if not 0.0 <= calibration <= 1.0:
+            raise ConfigurationError(f"calibration must lie in [0, 1], got {calibration!r}")
+        if not 0.0 <= confident_at <= 1.0:
+            raise ConfigurationError(f"confident_at must lie in [0, 1], got {confident_at!r}")
+        if on_llm_error not in ("fail", "local"):
+            raise ConfigurationError(
+                f"on_llm_error must be 'fail' or 'local', got {on_llm_error!r}"
+            )
+        if escalate not in ("unsure", "run"):
+            raise ConfigurationError(f"escalate must be 'unsure' or 'run', got {escalate!r}")
+        self.first: Judge = resolve_judge(first)
+        self.then: Judge = resolve_judge(then)
+        self.confident_at = confident_at
+        self.calibration = calibration
+        self.on_llm_error = on_llm_error
+        self.escalate = escalate
+
+    @property
+    def model_name(self) -> str:
+        return f"{self.first.model_name}+{self.then.model_name}"
+
+    @property
+    def provider_name(self) -> str:
+        return self.then.provider_name
+
+    def __repr__(self) -> str:
+        return f"CascadeJudge(first={self.first!r}, then={self.then!r})"
+
+    async def complete(self, request: JudgeRequest[T]) -> JudgeReply[T]:
+        field = _VERDICT_FIELD.get(request.task)
+        if field is not None:
+            return await self._verdicts(request, field)
+        if request.task in _FIRST_TASKS:
+            try:
+                return await self.first.complete(request)
+            except Exception as exc:
+                return await self._then(request, _cost(exc))
+        return await self.then.complete(request)
+
+    async def _verdicts(self, request: JudgeRequest[T], field: str) -> JudgeReply[T]:
+        try:
+            first = await self.first.complete(request)
+        except Exception as exc:
+            return await self._all_to_then(request, field, exc)
+        items = [
+            {**item, "decided_by": item.get("decided_by") or self.first.model_name}
+            for item in _items(first.value, field)
+        ]
+        sure = [self._confident(item) for item in items]
+        calibrating = self._calibrating(request.payload)
+        chosen = [i for i, ok in enumerate(sure) if calibrating or not ok]
+        if not chosen:
+            self._count_run("local")
+            self._count_claims("local", len(items))
+            return JudgeReply(_rebuild(request, field, items), first.usage)
+        if self.escalate == "run":
+            chosen = list(range(len(items)))
+        try:
+            answer = await self.then.complete(
+                _escalation(request.payload, [items[i]["claim"] for i in chosen])
+            )
+        except JudgeError as exc:
+            self._count_run("then_failed")
+            spent = first.usage + (exc.usage or JudgeUsage(calls=1))
+            if self.on_llm_error == "fail":
+                exc.usage = spent
+                raise
+            _log.warning("cascade_then_failed_kept_local", error_type=type(exc).__name__)
+            self._count_claims("fallback", len(chosen))
+            self._count_claims("local", len(items) - len(chosen))
+            return JudgeReply(_rebuild(request, field, items), spent)
+        self._count_run("calibration" if calibrating else "escalated")
+        merged = self._merge(items, sure, chosen, answer.value.verdicts, calibrating)
+        return JudgeReply(_rebuild(request, field, merged), first.usage + answer.usage)
+
+    async def _all_to_then(
+        self, request: JudgeRequest[T], field: str, exc: Exception
+    ) -> JudgeReply[T]:
+        # A crash of the cheap judge must not cost the verdicts: the LLM decides them all.
+        _log.warning("cascade_first_failed", error_type=type(exc).__name__)
+        reply = await self._then(request, _cost(exc), route="first_failed")
+        items = _items(reply.value, field)
+        self._count_claims("escalated", len(items))
+        stamped = [{**item, "decided_by": self.then.model_name} for item in items]
+        return JudgeReply(_rebuild(request, field, stamped), reply.usage)
+
+    def _merge(
+        self,
+        items: list[dict[str, Any]],
+        sure: list[bool],
+        chosen: list[int],
+        verdicts: Sequence[Any],
+        calibrating: bool,
+    ) -> list[dict[str, Any]]:
+        """The LLM's verdicts in place of the chosen local ones; each decided local verdict
+        the LLM also judged (a calibration run, or `escalate="run"`) is compared first."""
+        merged = list(items)
+        for i, verdict in zip(chosen, verdicts, strict=True):
+            if sure[i]:
+                agreed = verdict.verdict == items[i]["verdict"]
+                self._count_claims("calibration", 1, agreement="agree" if agreed else "disagree")
+            merged[i] = {
+                "claim": items[i]["claim"],  # ours, whatever the judge echoed back
+                "verdict": verdict.verdict,
+                "reason": verdict.reason,
+                "confidence": None,
+                "decided_by": self.then.model_name,
+            }
+        self._count_claims("escalated", sum(1 for i in chosen if not sure[i]))
+        self._count_claims("local", len(items) - len(chosen))
+        return merged
+
+    async def _then(
+        self, request: JudgeRequest[T], spent: JudgeUsage, route: str | None = None
+    ) -> JudgeReply[T]:
+        try:
+            reply = await self.then.complete(request)
+        except JudgeError as exc:
+            if route is not None:
+                self._count_run("then_failed")
+            exc.usage = spent + (exc.usage or JudgeUsage(calls=1))
+            raise
+        if route is not None:
+            self._count_run(route)
+        return JudgeReply(reply.value, spent + reply.usage)
+
+    def _confident(self, item: Mapping[str, Any]) -> bool:
+        confidence = item.get("confidence")
+        return confidence is not None and confidence >= self.confident_at
+
+    def _calibrating(self, payload: Mapping[str, Any]) -> bool:
+        if self.calibration <= 0.0:
+            return False
+        # Chosen from the content, not at random: the same run is always in or out, so a
+        # replayed or cached run is judged the same way.
+        text = json.dumps(
+            [payload.get("output"), payload.get("claims"), payload.get("context")],
+            ensure_ascii=False,
+            default=str,
+        )
+        digest = hashlib.sha256(text.encode()).digest()
+        return int.from_bytes(digest[:8], "big") / 2**64 < self.calibration
+
+    def _count_run(self, route: str) -> None:
+        current_telemetry().instruments.cascade_runs.add(1, {ROUTE: route})
+
+    def _count_claims(self, decision: str, count: int, *, agreement: str | None = None) -> None:
+        if count <= 0:
+            return
+        attributes = {DECISION: decision}
+        if agreement is not None:
+            attributes[AGREEMENT] = agreement
+        current_telemetry().instruments.cascade_claims.add(count, attributes)
+
+
+def _items(value: BaseModel, field: str) -> list[dict[str, Any]]:
+    items: Sequence[BaseModel] = getattr(value, field)
+    return [item.model_dump() for item in items]
+
+
+def _rebuild(request: JudgeRequest[T], field: str, items: list[dict[str, Any]]) -> T:
+    value = request.output_type.model_validate({field: items})
+    if request.validate is not None:
+        request.validate(value)
+    return value
+
+
+def _escalation(payload: Mapping[str, Any], claims: list[str]) -> JudgeRequest[Any]:
+    """The one LLM request of a run: the chosen claims, judged against the whole context."""
+    from agentscore.scorers import prompts
+
+    mode = payload["mode"]
+    context = payload["context"]
+    expected = len(claims)
+
+    def one_per_claim(value: prompts.Verdicts) -> None:
+        if len(value.verdicts) != expected:
+            raise ValueError(
+                f"expected exactly {expected} verdicts, one per claim in order, "
+                f"got {len(value.verdicts)}"
+            )
+
+    return JudgeRequest(
+        task="claims.analyze",
+        system=prompts.system_prompt(mode),
+        prompt=prompts.analyze_prompt(mode, claims, context),
+        output_type=prompts.Verdicts,
+        payload={"mode": mode, "claims": claims, "context": context},
+        validate=one_per_claim,
+    )
+
+
+def _cost(exc: Exception) -> JudgeUsage:
+    usage = getattr(exc, "usage", None)
+    return usage if isinstance(usage, JudgeUsage) else JudgeUsage(calls=1)

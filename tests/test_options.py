@@ -1,0 +1,61 @@
+"""Options of the wrong type or out of range are ConfigurationErrors naming the option, raised
+at construction, never TypeErrors or failures of every run later."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from agentscore import Evals
+from agentscore.errors import ConfigurationError
+from agentscore.evals import SampledScorer
+from agentscore.judges import OpenAIJudge
+from agentscore.live.runner import Runner
+from agentscore.scorers import create_faithfulness_scorer, create_hallucination_scorer
+
+SCORER = create_faithfulness_scorer("local")
+
+CASES: list[tuple[str, Callable[[], Any]]] = [
+    ("sampling", lambda: Evals(sampling="0.5")),  # type: ignore[arg-type]
+    ("sampling", lambda: Evals(sampling=float("nan"))),
+    ("sampling", lambda: Evals(sampling=1.5)),
+    ("sampling", lambda: SampledScorer(SCORER, "0.1")),  # type: ignore[arg-type]
+    ("max_queue", lambda: Runner(max_queue="10")),  # type: ignore[arg-type]
+    ("max_queue", lambda: Runner(max_queue=2.5)),  # type: ignore[arg-type]
+    ("concurrency", lambda: Runner(concurrency=0)),
+    ("run_timeout", lambda: Runner(run_timeout="30")),  # type: ignore[arg-type]
+    ("sink_timeout", lambda: Runner(sink_timeout=-1)),
+    ("drop_log_interval", lambda: Runner(drop_log_interval=None)),  # type: ignore[arg-type]
+    ("threshold", lambda: create_faithfulness_scorer("local", threshold="0.5")),  # type: ignore[arg-type]
+    ("threshold", lambda: create_hallucination_scorer("local", threshold=2)),
+    ("scale", lambda: create_hallucination_scorer("local", scale="10")),  # type: ignore[arg-type]
+    ("timeout", lambda: create_faithfulness_scorer("local", timeout="5")),  # type: ignore[arg-type]
+    ("max_retries", lambda: OpenAIJudge("m", max_retries=-1)),
+    ("max_retries", lambda: OpenAIJudge("m", max_retries=True)),
+    ("timeout", lambda: OpenAIJudge("m", timeout=0)),
+    ("temperature", lambda: OpenAIJudge("m", temperature=-0.5)),
+    ("output_mode", lambda: OpenAIJudge("m", output_mode="xml")),  # type: ignore[arg-type]
+    ("model", lambda: OpenAIJudge("")),
+]
+
+
+@pytest.mark.parametrize(
+    ("option", "build"), CASES, ids=[f"{o}-{i}" for i, (o, _) in enumerate(CASES)]
+)
+def test_a_bad_option_is_a_configuration_error_naming_it(
+    option: str, build: Callable[[], Any]
+) -> None:
+    with pytest.raises(ConfigurationError, match=option) as raised:
+        build()
+    assert not isinstance(raised.value, TypeError)
+
+
+def test_good_options_are_kept() -> None:
+    runner = Runner(max_queue=10, concurrency=2, run_timeout=None, sink_timeout=1)
+    assert (runner.max_queue, runner.concurrency, runner.run_timeout) == (10, 2, None)
+    assert Evals(sampling=1).sampling == 1
+    scorer = create_faithfulness_scorer("local", scale=10, threshold=0.7, timeout=5)
+    assert scorer.threshold == 7.0
+    assert OpenAIJudge("m", max_retries=0, temperature=0.3).model_name == "m"
