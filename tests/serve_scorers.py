@@ -22,6 +22,7 @@ T = TypeVar("T", bound=BaseModel)
 
 class SlowLocalJudge(LocalJudge):
     def __init__(self, delay: float) -> None:
+        super().__init__()
         self.delay = delay
 
     async def complete(self, request: JudgeRequest[T]) -> JudgeReply[T]:
