@@ -351,3 +351,43 @@ def test_agentscore_agents_score_themselves_and_are_not_read_again() -> None:
     # not turn the agent's content-less spans into an UnreadableMessageError.
     assert [s.agent_name for s in scores] == ["own"]
     assert scores[0].error is None
+
+
+def test_traces_no_scorer_samples_are_left_in_on_end_and_the_rest_scored() -> None:
+    from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
+
+    from agentscore.live.sampling import sample_point, sampled
+
+    trace_ids = [
+        (1 << 64) * k + low for k, low in enumerate([1, 2**62, 2**63 - 1, 2**63 + 5, 2**64 - 1], 1)
+    ]
+
+    class FixedTraces(RandomIdGenerator):
+        def __init__(self) -> None:
+            self.pending = list(trace_ids)
+
+        def generate_trace_id(self) -> int:
+            return self.pending.pop(0)
+
+    runner = Runner()
+    scores: list[ScoreResult] = []
+    evals = Evals(
+        scorers=[create_faithfulness_scorer(LocalJudge())],
+        sampling=0.5,
+        runner=runner,
+        on_score=scores.append,
+    )
+    processor = ScoringSpanProcessor(evals)
+    provider = TracerProvider(id_generator=FixedTraces())
+    provider.add_span_processor(processor)
+    pipeline = Pipeline()
+    pipeline.provider = provider  # hand_written_loop traces through this provider
+    pipeline.exporter = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(pipeline.exporter))
+    for _ in trace_ids:
+        hand_written_loop(pipeline, ANSWER)
+    assert processor.force_flush(10_000)
+    assert runner.flush(10)
+    expected = {f"{t:032x}" for t in trace_ids if sampled(0.5, sample_point(f"{t:032x}", ""))}
+    assert len(expected) == 2  # (2**63 - 1) / 2**64 rounds to one half: not sampled, in both
+    assert {score.trace_id for score in scores} == expected

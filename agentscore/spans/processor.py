@@ -28,6 +28,8 @@ from agentscore.telemetry.core import AGENTSCORE_SCOPE, scoring_in_progress
 __all__ = ["ScoringSpanProcessor"]
 
 _log = structlog.get_logger("agentscore.spans")
+_LOW_64_BITS = (1 << 64) - 1
+_TRACE_ID_SPACE = float(1 << 64)
 
 
 class ScoringSpanProcessor(SpanProcessor):
@@ -54,6 +56,10 @@ class ScoringSpanProcessor(SpanProcessor):
             raise ConfigurationError("max_queue must be at least 1 and idle_timeout positive")
         self.evals = evals
         self.max_queue = max_queue
+        # The sampling decision is a function of the trace id (agentscore.live.sampling):
+        # a trace no scorer would sample is left at once, before any span of it is queued.
+        top_rate = max((entry.sampling for entry in evals.entries), default=0.0)
+        self._sampled_below = top_rate * _TRACE_ID_SPACE
         self._assembler = TraceAssembler(
             idle_timeout=idle_timeout,
             max_traces=max_traces,
@@ -81,6 +87,9 @@ class ScoringSpanProcessor(SpanProcessor):
         scope = span.instrumentation_scope
         if scope is not None and scope.name == AGENTSCORE_SCOPE:
             return  # agentscore.Agent and @evals.observe score through their own evals
+        context = span.context
+        if context is not None and (context.trace_id & _LOW_64_BITS) >= self._sampled_below:
+            return
         try:
             with self._condition:
                 if self._closed or len(self._pending) >= self.max_queue:
