@@ -200,7 +200,7 @@ class Agent:
             result = self._finish(
                 span, conversation, output, usage, response_id, finish_reason, steps, run_id
             )
-        await self._score(
+        await self._submit_scoring(
             result, input_messages, entries, conversation_id, request_context, ground_truth
         )
         return result
@@ -235,22 +235,6 @@ class Agent:
             trace_id=f"{context.trace_id:032x}" if context.is_valid else None,
             span_id=f"{context.span_id:016x}" if context.is_valid else None,
         )
-
-    async def _score(
-        self,
-        result: AgentResult,
-        input_messages: list[Message],
-        entries: tuple[SampledScorer, ...],
-        conversation_id: str | None,
-        request_context: Mapping[str, Any] | None,
-        ground_truth: Any,
-    ) -> None:
-        try:
-            await self._submit_scoring(
-                result, input_messages, entries, conversation_id, request_context, ground_truth
-            )
-        except Exception as exc:  # scoring must never cost the caller its answer
-            _log.error("scoring_submit_failed", agent=self.name, error_type=type(exc).__name__)
 
     async def stream(
         self,
@@ -323,7 +307,7 @@ class Agent:
                     steps,
                     run_id,
                 )
-            await self._score(
+            await self._submit_scoring(
                 result, input_messages, entries, conversation_id, request_context, ground_truth
             )
             completed = True
@@ -540,9 +524,12 @@ class Agent:
             response_id=result.response_id,
             read_error=None,
         )
-        await self.evals.asubmit_run(
-            run, entries=entries, telemetry=self.telemetry, on_result=self._record_score
-        )
+        try:
+            await self.evals.asubmit_run(
+                run, entries=entries, telemetry=self.telemetry, on_result=self._record_score
+            )
+        except Exception as exc:  # scoring must never cost the caller its answer
+            _log.error("scoring_submit_failed", agent=self.name, error_type=type(exc).__name__)
 
     @on_loop
     def _record_score(self, result: ScoreResult) -> object:
