@@ -453,10 +453,10 @@ async def test_include_reason_false_skips_generate_reason() -> None:
     ("options", "message"),
     [
         ({"id": ""}, "non-empty id"),
-        ({"scale": 0}, "scale must be a positive number"),
-        ({"scale": math.inf}, "scale must be a positive number"),
-        ({"threshold": 1.5}, r"threshold must lie in \[0, 1.0\]"),
-        ({"timeout": 0}, "timeout must be positive"),
+        ({"scale": 0}, "scale must be greater than 0"),
+        ({"scale": math.inf}, "scale must be finite"),
+        ({"threshold": 1.5}, "threshold must be at most 1"),
+        ({"timeout": 0}, "timeout must be greater than 0"),
     ],
 )
 def test_invalid_options_fail_at_construction(options: dict[str, Any], message: str) -> None:

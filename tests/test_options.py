@@ -59,3 +59,16 @@ def test_good_options_are_kept() -> None:
     scorer = create_faithfulness_scorer("local", scale=10, threshold=0.7, timeout=5)
     assert scorer.threshold == 7.0
     assert OpenAIJudge("m", max_retries=0, temperature=0.3).model_name == "m"
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("scale", "1"), ("threshold", "0.5"), ("timeout", "3"), ("scale", 0), ("threshold", 2.0)],
+)
+def test_create_scorer_options_of_the_wrong_type_or_range_name_the_option(
+    option: str, value: object
+) -> None:
+    from agentscore.scorers import create_scorer
+
+    with pytest.raises(ConfigurationError, match=option):
+        create_scorer(id="custom", generate_score=lambda params: 1.0, **{option: value})

@@ -16,6 +16,7 @@ import anyio
 import structlog
 from pydantic import BaseModel
 
+from agentscore._options import check_number
 from agentscore._redact import redact
 from agentscore.errors import (
     ConfigurationError,
@@ -127,12 +128,11 @@ class Scorer:
     ) -> None:
         if not id:
             raise ConfigurationError("a scorer needs a non-empty id")
-        if not (scale > 0 and math.isfinite(scale)):
-            raise ConfigurationError(f"scale must be a positive number, got {scale!r}")
-        if threshold is not None and not (0 <= threshold <= scale):
-            raise ConfigurationError(f"threshold must lie in [0, {scale}], got {threshold!r}")
-        if timeout is not None and timeout <= 0:
-            raise ConfigurationError(f"timeout must be positive, got {timeout!r}")
+        check_number("scale", scale, low=0, open_low=True)
+        if threshold is not None:
+            check_number("threshold", threshold, low=0, high=scale)
+        if timeout is not None:
+            check_number("timeout", timeout, low=0, open_low=True)
         self.id = id
         self.description = description
         self.judge = resolve_judge(judge)
