@@ -114,7 +114,9 @@ class Evals:
                 read_error=None,
             )
 
-            read = _MessageReader(header, input, output)
+            # Read later, so keep what was handed over now: a caller's loop often appends
+            # the next turn to the same list right after submitting.
+            read = _MessageReader(header, _snapshot(input), _snapshot(output))
             if self.filter is not None:
                 # The filter judges the messages, so they are read here, on the caller's path.
                 return self._queue(read(), chosen, None, None)
@@ -319,6 +321,15 @@ class _MessageReader:
                 }
             )
         return self._run
+
+
+def _snapshot(value: object) -> object:
+    """A shallow copy of a list or dict of messages (O(n) references, no reading)."""
+    if isinstance(value, list):
+        return list(value)
+    if isinstance(value, dict):
+        return dict(value)
+    return value
 
 
 def _chosen(entries: Sequence[SampledScorer], trace_id: str | None, run_id: str) -> list[Scorer]:

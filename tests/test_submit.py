@@ -196,3 +196,24 @@ def test_observe_rejects_generators() -> None:
 
     with pytest.raises(ConfigurationError, match=r"evals\.submit"):
         evals.observe(stream)
+
+
+def test_a_list_the_caller_keeps_appending_to_is_scored_as_it_was_submitted() -> None:
+    import threading
+
+    from agentscore.live._loop import background_loop
+
+    evals, runner, scores = make_evals()
+    conversation = list(LOOP_OUTPUT)
+    gate = threading.Event()
+    background_loop.call_soon(gate.wait)  # the scoring loop reads only after the caller moved on
+    try:
+        assert evals.submit(QUESTION, conversation) is True
+        conversation.append({"role": "user", "content": "And order 2001?"})
+        conversation.append({"role": "assistant", "content": "Order 2001 was cancelled."})
+    finally:
+        gate.set()
+    assert runner.flush(10)
+    [score] = scores
+    assert score.output[-1].content == ANSWER
+    assert score.score == 1.0
