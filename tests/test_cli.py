@@ -85,6 +85,14 @@ def test_demo_runs_offline_and_prints_the_score_table(tmp_path: Path) -> None:
     # 2 of 3 claims supported is below the default pass lines (0.8 and 0.2).
     assert rows["Is shipping free?"] == ["0.67", "fail", "0.33", "fail"]
     assert rows["What happened to order 3003?"] == ["0.00", "fail", "1.00", "fail"]
+    # The user's own "shoes I received 45 days ago" grounds that claim; "outside the return
+    # window" (45 > 30) is an inference the local judge leaves unsure.
+    assert rows["Can I still return shoes I received 45 days ago?"] == [
+        "0.67",
+        "fail",
+        "0.33",
+        "fail",
+    ]
     traces = (tmp_path / "agentscore-traces.jsonl").read_text().splitlines()
     events = [json.loads(line) for line in traces if "gen_ai.evaluation.result" in line]
     assert len(events) == 12

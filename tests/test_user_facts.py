@@ -92,3 +92,35 @@ async def test_user_facts_join_context_from_get_context_too() -> None:
     result = await scorer.run(ScorerRun(input=USER_FACTS[0][0], output=USER_FACTS[0][1]))
     assert result.score == 0.0
     assert result.context is not None and result.context[-1].startswith("The user said: ")
+
+
+# A first-person clause on a noun inside a question is taken as given by the question.
+PRESUPPOSED = [
+    ("Can I still return the boots I received 45 days ago?", "You received the boots 45 days ago."),
+    (
+        "How do I return the jacket I bought on 3 March 2026?",
+        "You bought the jacket on 3 March 2026.",
+    ),
+    ("What happened to the parcel we sent to Berlin?", "You sent the parcel to Berlin."),
+]
+# ... but not a clause the question asks about, nor one whose end cannot be told.
+ASKED = [
+    ("Is it true that I bought 3 jackets?", "You bought 3 jackets."),
+    ("Do you know if I paid 40 euros?", "You paid 40 euros."),
+    ("Did the parcel we sent reach Berlin?", "The parcel reached Berlin."),
+]
+
+
+@pytest.mark.parametrize(("asked", "restated"), PRESUPPOSED)
+async def test_a_fact_the_users_question_takes_as_given_is_context(
+    asked: str, restated: str
+) -> None:
+    result = await make("faithfulness").run(ScorerRun(input=asked, output=restated))
+    assert [v["verdict"] for v in result.analyze_step_result["verdicts"]] == ["yes"]
+
+
+@pytest.mark.parametrize(("asked", "restated"), ASKED)
+async def test_what_the_user_asks_about_is_not_context(asked: str, restated: str) -> None:
+    result = await make("faithfulness").run(ScorerRun(input=asked, output=restated))
+    assert [v["verdict"] for v in result.analyze_step_result["verdicts"]] != ["yes"]
+    assert not any(chunk.startswith("The user said") for chunk in result.context or [])

@@ -332,7 +332,54 @@ def _statements(text: str) -> str:
         first = sentence.split(maxsplit=1)[0].lower().strip(",;:") if sentence else ""
         if first and not sentence.endswith("?") and first not in _REQUEST_WORDS:
             kept.append(sentence)
+        elif first:
+            kept.extend(_presupposed(sentence))
     return " ".join(kept)
+
+
+# A first-person clause hung on a noun inside a question states a fact the question takes as
+# given: "Can I return shoes I received 45 days ago?" says the user received them then.
+# Only after a content word: after "if", "whether", "that" or a verb the clause is asked.
+_FIRST_PERSON = frozenset({"I", "we", "We"})
+_CLAUSE_STOPS = frozenset({"and", "but", "or", "so", "because", "when", "while"})
+_FUNCTION_WORDS = (
+    "if whether that than when where why how and or but so because as to for of in on at "
+    "with from by about the a an this these those my your our it they he she was were am be "
+    "been being has have had can could will would shall should may might must do does did "
+    "not still also just even"
+)
+_NOT_A_NOUN = _REQUEST_WORDS | frozenset(_FUNCTION_WORDS.split())
+# "Did the package I ordered ship?": with do-support or a modal and a noun subject, the main
+# verb comes after the subject's clause, so where that clause ends cannot be told; skip it.
+_AUXILIARIES = "do does did can could will would shall should may might must has have had"
+_VERB_LATER = frozenset(_AUXILIARIES.split())
+_PRONOUNS = frozenset({"i", "you", "we", "they", "he", "she", "it"})
+
+
+def _presupposed(question: str) -> list[str]:
+    words = question.rstrip("?!. ").split()
+    lowered = [word.lower() for word in words]
+    start = 1 if lowered and lowered[0] in _REQUEST_WORDS - _VERB_LATER else 0
+    subject_after_auxiliary = len(words) > start + 1 and lowered[start] in _VERB_LATER
+    if subject_after_auxiliary and lowered[start + 1] not in _PRONOUNS:
+        return []
+    facts = []
+    for index in range(1, len(words)):
+        noun = words[index - 1]
+        if words[index] not in _FIRST_PERSON or noun.lower() in _NOT_A_NOUN:
+            continue
+        if not noun.isalpha():
+            continue
+        clause: list[str] = []
+        for word in words[index:]:
+            if word.lower() in _CLAUSE_STOPS:
+                break
+            clause.append(word.rstrip(",;:"))
+            if word.endswith((",", ";", ":")):
+                break
+        if len(clause) >= 3:  # a verb and what it says, not a bare "I do"
+            facts.append(f"{noun} {' '.join(clause)}.")
+    return facts
 
 
 def _as_chunks(raw: object) -> list[str]:
