@@ -257,22 +257,13 @@ def _escalation(payload: Mapping[str, Any], claims: list[str]) -> JudgeRequest[A
 
     mode = payload["mode"]
     context = payload["context"]
-    expected = len(claims)
-
-    def one_per_claim(value: prompts.Verdicts) -> None:
-        if len(value.verdicts) != expected:
-            raise ValueError(
-                f"expected exactly {expected} verdicts, one per claim in order, "
-                f"got {len(value.verdicts)}"
-            )
-
     return JudgeRequest(
         task="claims.analyze",
         system=prompts.system_prompt(mode),
         prompt=prompts.analyze_prompt(mode, claims, context),
         output_type=prompts.Verdicts,
         payload={"mode": mode, "claims": claims, "context": context},
-        validate=one_per_claim,
+        validate=prompts.one_verdict_per_claim(len(claims)),
     )
 
 

@@ -195,15 +195,6 @@ class _StepwiseSteps(_CommonSteps):
         verdicts: list[VerdictItem] = []
         if claims:
             context = await self.resolve_context(params, "analyze")
-            expected = len(claims)
-
-            def one_per_claim(value: prompts.Verdicts) -> None:
-                if len(value.verdicts) != expected:
-                    raise ValueError(
-                        f"expected exactly {expected} verdicts, one per claim in order, "
-                        f"got {len(value.verdicts)}"
-                    )
-
             reply = await params.ask(
                 JudgeRequest(
                     task="claims.analyze",
@@ -211,7 +202,7 @@ class _StepwiseSteps(_CommonSteps):
                     prompt=prompts.analyze_prompt(self.mode, claims, context),
                     output_type=prompts.Verdicts,
                     payload={"mode": self.mode, "claims": claims, "context": context},
-                    validate=one_per_claim,
+                    validate=prompts.one_verdict_per_claim(len(claims)),
                 )
             )
             # The claim text is ours, whatever the judge echoed back.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from enum import StrEnum
 from typing import Literal
 
@@ -28,6 +28,7 @@ __all__ = [
     "Verdicts",
     "analyze_prompt",
     "extract_prompt",
+    "one_verdict_per_claim",
     "reason_prompt",
     "system_prompt",
     "verify_prompt",
@@ -193,3 +194,16 @@ def reason_prompt(mode: ClaimMode, score: float, scale: float, verdicts: Sequenc
             _block("VERDICTS", json.dumps(verdicts, ensure_ascii=False, indent=1)),
         ]
     )
+
+
+def one_verdict_per_claim(expected: int) -> Callable[[Verdicts], None]:
+    """A reply check: exactly `expected` verdicts, in claim order (else the one repair)."""
+
+    def check(value: Verdicts) -> None:
+        if len(value.verdicts) != expected:
+            raise ValueError(
+                f"expected exactly {expected} verdicts, one per claim in order, "
+                f"got {len(value.verdicts)}"
+            )
+
+    return check
