@@ -99,7 +99,8 @@ class ScoringSpanProcessor(SpanProcessor):
                 self._received += 1
                 if self._thread is None:
                     self._start()
-                self._condition.notify()
+                # All: a force_flush may wait on the same condition as the reader.
+                self._condition.notify_all()
         except Exception as exc:  # the application's span pipeline must never see our trouble
             _log.error("span_processor_failed", error_type=type(exc).__name__)
 
@@ -108,7 +109,7 @@ class ScoringSpanProcessor(SpanProcessor):
         deadline = time.monotonic() + timeout_millis / 1000
         with self._condition:
             target = self._received
-            self._condition.notify()
+            self._condition.notify_all()
             while self._processed < target:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or self._thread is None:
