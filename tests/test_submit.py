@@ -217,3 +217,27 @@ def test_a_list_the_caller_keeps_appending_to_is_scored_as_it_was_submitted() ->
     [score] = scores
     assert score.output[-1].content == ANSWER
     assert score.score == 1.0
+
+
+def test_a_huge_answer_ends_as_a_failed_result_not_a_stall() -> None:
+    evals, runner, scores = make_evals()
+    assert evals.submit(QUESTION, "Order 1042 shipped. " * 10_000) is True
+    assert runner.flush(30)
+    [score] = scores
+    assert score.status == "failed"
+    assert score.error is not None
+    assert score.error.type == "InputTooLargeError"
+
+
+def test_submit_from_many_threads_accounts_for_every_run() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    evals, runner, scores = make_evals()
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        queued = list(pool.map(lambda _: evals.submit(QUESTION, LOOP_OUTPUT), range(400)))
+    assert all(queued)
+    assert runner.flush(60)
+    stats = runner.stats()
+    assert stats.submitted == stats.scored + stats.failed + stats.dropped + stats.pending == 400
+    assert len(scores) == 400
+    assert {score.score for score in scores} == {1.0}
