@@ -77,11 +77,21 @@ def current_loop_token() -> object:
         return trio.lowlevel.current_trio_token()
 
 
-async def create_chat_completion(client: AsyncOpenAI, body: dict[str, Any]) -> ChatCompletion:
+async def create_chat_completion(
+    client: AsyncOpenAI, body: dict[str, Any], *, max_retries: int | None = None
+) -> ChatCompletion:
     """POST /chat/completions with a body that is already in wire form.
 
     Same client, endpoint, retries and response model as `client.chat.completions.create`,
     without its per-call transform of typed parameters, which costs about a millisecond of
     CPU per request; on a busy process that CPU competes for the GIL with the agents.
+    `max_retries` replaces the client's own for this call.
     """
-    return await client.post("/chat/completions", body=body, cast_to=ChatCompletion)
+    if max_retries is None:
+        return await client.post("/chat/completions", body=body, cast_to=ChatCompletion)
+    return await client.post(
+        "/chat/completions",
+        body=body,
+        cast_to=ChatCompletion,
+        options={"max_retries": max_retries},
+    )

@@ -209,3 +209,18 @@ async def test_a_fence_with_thousands_of_spaces_is_repaired_not_backtracked_on()
     assert result.status is ScoreStatus.SCORED
     assert result.score == 0.5
     assert len(endpoint.requests) == 2
+
+
+async def test_bad_bodies_and_5xx_share_one_retry_budget() -> None:
+    # A proxy that fails twice, then answers 200 with its error page, again and again: the
+    # bad body spends the judge's retries like a 5xx, so the requests stay bounded by them.
+    server_error = RawReply(b'{"error": {"message": "upstream down"}}', status=500)
+    cycle = [server_error, server_error, HTML_PAGE]
+    with raw_http_server(cycle * 5) as server:
+        judge = OpenAIJudge("m", base_url=server.url, api_key="sk-raw-test", max_retries=2)
+        result = await create_faithfulness_scorer(judge, context=PYTHON.context).run(RUN)
+    assert result.status is ScoreStatus.FAILED
+    assert result.error is not None
+    assert result.error.type == "JudgeServerError"
+    # 3 (500, 500, page) then 2 (500, 500) with the one retry left; 9 before the budget.
+    assert len(server.requests) == 5

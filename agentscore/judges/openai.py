@@ -194,7 +194,10 @@ class OpenAIJudge:
         while True:
             calls += 1
             try:
-                response = await self._create(messages, output_type, schema)
+                # One retry budget per judge call: a bad body spends it as a 5xx would, so
+                # a proxy alternating 5xx and bad bodies cannot multiply the requests.
+                retries_left = max(0, self._client.get().max_retries - bad_bodies)
+                response = await self._create(messages, output_type, schema, retries_left)
             except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
                 if self.output_mode in _FALLBACK and _mentions_format(exc):
                     self.output_mode = _FALLBACK[self.output_mode]
@@ -233,7 +236,11 @@ class OpenAIJudge:
         return text, usage
 
     async def _create(
-        self, messages: list[dict[str, str]], output_type: type[BaseModel], schema: dict[str, Any]
+        self,
+        messages: list[dict[str, str]],
+        output_type: type[BaseModel],
+        schema: dict[str, Any],
+        max_retries: int,
     ) -> ChatCompletion:
         telemetry = current_telemetry()
         sent = self._with_schema_hint(messages, schema)
@@ -254,6 +261,7 @@ class OpenAIJudge:
                         "temperature": self._temperature,
                         **self._format_kwargs(output_type, schema),
                     },
+                    max_retries=max_retries,
                 )
             except (
                 json.JSONDecodeError,
