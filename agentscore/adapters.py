@@ -21,7 +21,7 @@ from typing import Any
 from agentscore.errors import UnreadableMessageError
 from agentscore.messages import Message, Role, ToolCall, pair_tool_calls
 
-__all__ = ["coerce_messages", "system_instructions"]
+__all__ = ["MALFORMED", "coerce_messages", "system_instructions"]
 
 _CHAT_ROLES: dict[str, Role] = {
     "system": "system",
@@ -44,12 +44,29 @@ def coerce_messages(value: object, *, default_role: Role = "assistant") -> list[
     A bare string becomes one message with `default_role`. Raises `UnreadableMessageError`
     (a `TypeError`) for anything else that is not message-shaped, naming what it got.
     """
+    try:
+        return _coerce(value, default_role)
+    except UnreadableMessageError:
+        raise
+    except MALFORMED as exc:
+        # A field of the wrong type deep inside (parts that are a number, JSON nested past
+        # the parser's depth): the same outcome as an unknown shape, never a stray error.
+        raise UnreadableMessageError(
+            f"malformed messages ({type(exc).__name__}: {str(exc)[:200]})"
+        ) from None
+
+
+# What a malformed field raises while it is read: an unreadable shape, not a bug of ours.
+MALFORMED = (TypeError, ValueError, KeyError, IndexError, AttributeError, RecursionError)
+
+
+def _coerce(value: object, default_role: Role) -> list[Message]:
     if value is None:
         return []
     if isinstance(value, str):
         return [Message(role=default_role, content=value)]
     if isinstance(value, bytes | bytearray):
-        return coerce_messages(_decode_json(bytes(value)), default_role=default_role)
+        return _coerce(_decode_json(bytes(value)), default_role)
     items = [value] if _is_single_message(value) else value
     assert isinstance(items, Iterable)
     messages: list[Message] = []

@@ -200,3 +200,18 @@ def test_tool_call_models_pass_through() -> None:
     call = ToolCall(id="c", name="f", arguments="{}")
     [message] = coerce_messages({"role": "assistant", "tool_calls": [call]})
     assert message.tool_calls == (call,)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        [{"role": "assistant", "tool_calls": 5}],
+        [{"role": "assistant", "parts": 5}],
+        [{"role": "assistant", "parts": [{"type": ["text"]}]}],
+        b"[" * 50_000 + b"]" * 50_000,  # JSON nested past the parser's depth
+    ],
+    ids=["tool-calls-a-number", "parts-a-number", "unhashable-part-type", "deep-json"],
+)
+def test_malformed_fields_are_unreadable_not_a_stray_error(value: object) -> None:
+    with pytest.raises(UnreadableMessageError, match="malformed messages"):
+        coerce_messages(value)

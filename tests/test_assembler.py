@@ -171,3 +171,24 @@ def test_unparseable_messages_end_as_an_unreadable_run() -> None:
     [run] = feed(TraceAssembler(), bad)
     assert run.read_error is not None
     assert "robot" in run.read_error
+
+
+def test_hostile_attributes_end_as_unreadable_runs_not_exceptions() -> None:
+    deep = "[" * 50_000 + "]" * 50_000
+    hostile = [
+        {"gen_ai.operation.name": "chat", "gen_ai.output.messages": deep},
+        {"gen_ai.operation.name": "chat", "gen_ai.output.messages": '[{"role": "a", "parts": 5}]'},
+        {
+            "openinference.span.kind": "LLM",
+            "llm.output_messages.0.message.contents.x.message_content.text": "hi",
+        },
+        {
+            "openinference.span.kind": "LLM",
+            "llm.output_messages.0.message.content": "hi",
+            "llm.output_messages.0.message.content.more": "clash",
+        },
+        {"openinference.span.kind": "AGENT", "input.value": deep, "output.value": "Hello!"},
+    ]
+    for index, attributes in enumerate(hostile, start=10):
+        [run] = feed(TraceAssembler(), span(index, None, "hostile", **attributes))
+        assert run.read_error is not None, attributes

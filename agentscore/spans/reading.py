@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from agentscore.adapters import coerce_messages, system_instructions
+from agentscore.adapters import MALFORMED, coerce_messages, system_instructions
 from agentscore.errors import UnreadableMessageError
 from agentscore.messages import Message, ToolCall
 from agentscore.spans.records import SpanRecord
@@ -62,7 +62,18 @@ def span_conversation(span: SpanRecord) -> Conversation | None:
 
     Raises `UnreadableMessageError` when it carries messages in a shape no adapter reads.
     """
-    attributes = span.attributes
+    try:
+        return _conversation(span.attributes)
+    except UnreadableMessageError:
+        raise
+    except MALFORMED as exc:  # hostile or broken attributes (OTLP input is anyone's)
+        raise UnreadableMessageError(
+            f"span {span.name!r} carries malformed messages ({type(exc).__name__}: "
+            f"{str(exc)[:200]})"
+        ) from None
+
+
+def _conversation(attributes: Mapping[str, Any]) -> Conversation | None:
     system = system_instructions(attributes.get("gen_ai.system_instructions"))
     if "gen_ai.input.messages" in attributes or "gen_ai.output.messages" in attributes:
         return Conversation(
