@@ -108,3 +108,13 @@ def test_the_logged_destination_carries_no_credentials(
         assert exporters.destination == "OTLP/HTTP https://backend.test:4318"
     finally:
         exporters.shutdown()
+
+
+def test_a_body_nested_past_the_parsers_depth_is_a_400_not_a_retry_forever() -> None:
+    deep = b'{"resourceSpans": ' + b"[" * 50_000 + b"]" * 50_000 + b"}"
+    with pytest.raises(OtlpDecodeError, match="unreadable OTLP application/json body"):
+        decode_traces(deep, "application/json", max_size=1 << 20)
+    with pytest.raises(OtlpDecodeError):
+        decode_traces(
+            b"\x0a\xff\xff\xff\xff\x0f" + b"\x00" * 10, "application/x-protobuf", max_size=100
+        )

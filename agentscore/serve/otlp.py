@@ -47,9 +47,10 @@ def decode_traces(
             request.ParseFromString(raw)
         else:
             json_format.ParseDict(_hex_ids_to_base64(json.loads(raw)), request, True)
-    except (DecodeError, json_format.ParseError, ValueError, TypeError) as exc:
+        return list(_records(request))
+    except (DecodeError, json_format.ParseError, ValueError, TypeError, RecursionError) as exc:
+        # A 400, not a 503: retrying a body that cannot be read would never end.
         raise OtlpDecodeError(f"unreadable OTLP {media} body: {type(exc).__name__}") from exc
-    return list(_records(request))
 
 
 def success_response(content_type: str) -> tuple[bytes, str]:
