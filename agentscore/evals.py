@@ -120,7 +120,7 @@ class Evals:
             if self.filter is not None:
                 # The filter judges the messages, so they are read here, on the caller's path.
                 return self._queue(read(), chosen, None, None)
-            # Otherwise the messages are read on the background loop: submit stays O(1).
+            # Otherwise they are read on the background loop; here only references are copied.
             return self._enqueue(header, chosen, None, None, read)
         except Exception as exc:  # the caller must never see scoring trouble
             _log.error("evals_submit_failed", error_type=type(exc).__name__)
