@@ -27,7 +27,27 @@ PROSE = ["The Riverside Library opened in 1962 and lends 40,000 books a year."]
 
 def test_a_restated_statement_is_decided_support() -> None:
     assert decided("The Riverside Library opened in 1962.", PROSE) == ("yes", True)
-    assert decided("The Riverside Library lends 40,000 books a year.", PROSE) == ("yes", True)
+    assert decided("Lends 40,000 books a year.", PROSE) == ("yes", True)
+
+
+@pytest.mark.parametrize(
+    ("claim", "context"),
+    [
+        # the words in order, but other words between them: an elided clause, a dropped
+        # modifier, or words from two clauses
+        ("The Riverside Library lends 40,000 books a year.", PROSE),
+        ("The tool produces an output for every input.",
+         ["The tool produces a correct output for every input."]),
+        ("Ada Quartet is from Leeds.",
+         ["The station plays Ada Quartet and Blue Fields; Blue Fields is from Leeds."]),
+        # a set quantifier claims more than one sentence about one member holds
+        ("Both were born in Leeds.", ["Ann Ray was born in Leeds."]),
+        ("Only Ann Ray was born in Leeds.", ["Ann Ray was born in Leeds."]),
+    ],
+)  # fmt: skip
+def test_support_that_is_not_a_verbatim_run_is_not_decided(claim: str, context: list[str]) -> None:
+    verdict, sure = decided(claim, context)
+    assert not (verdict == "yes" and sure)
 
 
 @pytest.mark.parametrize(
@@ -173,3 +193,10 @@ def test_every_record_of_a_long_tool_result_is_held_to_its_own_state() -> None:
     assert [c.verdict for c in check_claims(own, context)] == ["yes"] * len(orders)
     found = check_claims(wrong, context)
     assert [(c.verdict, c.confidence) for c in found] == [("no", DECIDED)] * len(orders)
+
+
+def test_the_same_range_is_the_same_number_whatever_word_follows_it() -> None:
+    # The word after a number is only a guess at its unit ("10-24 from all backgrounds").
+    context = ["The centre works with young people aged 10-24 from all backgrounds."]
+    found = check("The centre works with people aged 10-24 in all regions.", context)
+    assert "does not appear" not in found.reason
