@@ -119,7 +119,13 @@ class Evals:
             read = _MessageReader(header, _snapshot(input), _snapshot(output))
             if self.filter is not None:
                 # The filter judges the messages, so they are read here, on the caller's path.
-                return self._queue(read(), chosen, None, None)
+                try:
+                    run = read()
+                except Exception:
+                    # A source that fails while being read (a generator that raises) ends as
+                    # a failed result, as it does without a filter: the runner re-reads.
+                    return self._enqueue(header, chosen, None, None, read)
+                return self._queue(run, chosen, None, None)
             # Otherwise they are read on the background loop; here only references are copied.
             return self._enqueue(header, chosen, None, None, read)
         except Exception as exc:  # the caller must never see scoring trouble
@@ -303,16 +309,24 @@ def _check_rate(rate: float) -> None:
 class _MessageReader:
     """Reads a submitted run's messages once, for every scorer chosen, off the caller's path."""
 
-    __slots__ = ("_header", "_input", "_output", "_run")
+    __slots__ = ("_error", "_header", "_input", "_output", "_run")
 
     def __init__(self, header: ScorerRun, input: object, output: object) -> None:
         self._header, self._input, self._output = header, input, output
         self._run: ScorerRun | None = None
+        # A failed read is not retried: a generator is spent, and would read as empty.
+        self._error: Exception | None = None
 
     def __call__(self) -> ScorerRun:
+        if self._error is not None:
+            raise self._error
         if self._run is None:
-            input_messages, input_error = _read_messages(self._input, "user")
-            output_messages, output_error = _read_messages(self._output, "assistant")
+            try:
+                input_messages, input_error = _read_messages(self._input, "user")
+                output_messages, output_error = _read_messages(self._output, "assistant")
+            except Exception as exc:
+                self._error = exc
+                raise
             self._run = self._header.model_copy(
                 update={
                     "input": input_messages,

@@ -130,6 +130,24 @@ def test_unreadable_output_is_a_failed_result_not_a_score_of_nothing() -> None:
     assert "computer_call" in score.error.message
 
 
+@pytest.mark.parametrize("with_filter", [False, True])
+def test_output_that_fails_while_read_is_a_failed_result_with_its_own_error(
+    with_filter: bool,
+) -> None:
+    def answer() -> Any:
+        yield {"role": "assistant", "content": ANSWER}
+        raise ConnectionResetError("stream cut")
+
+    options = {"filter": lambda run: True} if with_filter else {}
+    evals, runner, scores = make_evals(**options)
+    assert evals.submit(QUESTION, answer()) is True
+    assert runner.flush(10)
+    [score] = scores
+    assert score.status == "failed"
+    assert score.error is not None
+    assert score.error.type == "ConnectionResetError"
+
+
 def test_submit_returns_false_once_the_runner_is_closed() -> None:
     evals, runner, _ = make_evals()
     runner.shutdown(1)

@@ -572,8 +572,6 @@ def _contiguous(needle: Sequence[str], haystack: Sequence[str]) -> bool:
 _QUANTIFIER = re.compile(r"\b(?:both|neither|either|only)\b", re.I)
 
 
-
-
 def _known_name(name: str, context: _Context) -> bool:
     # "Libyan" / "Libya", "presidential" / "President": a shared 5-letter start is the same name.
     if name in context.vocabulary:
