@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import random
+import subprocess
+import sys
 import time
 
 import pytest
@@ -511,3 +514,28 @@ def test_a_long_run_of_change_phrases_is_one_claim_not_a_backtracking_regex() ->
     assert split_claims(text) == [text.strip() + "."]
     short = "Sales grew from 100 in 2020 to 500 now."
     assert split_claims(short) == ["Sales had 100 in 2020.", "Sales has 500 now."]
+
+
+def test_a_tie_between_two_sentences_does_not_depend_on_the_string_hash_seed() -> None:
+    # Each sentence holds half the claim's words; their alignment scores are float sums that
+    # were added in set order, so the process's hash seed picked the evidence.
+    script = (
+        "from agentscore.judges._grounding import check_claims\n"
+        "context = ['Praised for his work on the Dublin stage he came to the screen in the HBO "
+        'series "Long Road" playing Captain Hal Brandt. Brandt was portrayed in the HBO '
+        'miniseries "Long Road" by Owen Mercer.\']\n'
+        'claim = "Owen Mercer played Hal Brandt\'s brother."\n'
+        "print(check_claims([claim], context, mode='hallucination')[0])\n"
+    )
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-c", script],
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for seed in range(1, 9)
+    ]
+    seen = {run.communicate(timeout=60)[0] for run in runs}
+    assert all(run.returncode == 0 for run in runs)
+    assert len(seen) == 1

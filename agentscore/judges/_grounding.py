@@ -263,7 +263,9 @@ def _verdict(
 
 def _align(claim: Parsed, context: _Context) -> _Alignment:
     scores: dict[int, float] = {}
-    for term in claim.terms:
+    # In a fixed order: float sums depend on it, and a tie between two sentences must not be
+    # broken by the process's string-hash seed.
+    for term in sorted(claim.terms):
         weight = context.idf.get(term, 0.0)
         for i in context.index.get(term, ()):
             scores[i] = scores.get(i, 0.0) + weight
