@@ -18,7 +18,8 @@ _REPLACEMENT = "[REDACTED]"
 # Shorter values ("1", "true") would blank out ordinary words and numbers.
 _MIN_SECRET_LENGTH = 8
 _SECRET_ENV = re.compile(
-    r"(?i)(?:_API_KEY|_TOKEN|_SECRET|_SECRET_KEY|^OTEL_EXPORTER_OTLP(?:_\w+)?_HEADERS)$"
+    r"(?i)(?:_API_KEY|_TOKEN|_SECRET|_SECRET_KEY|^OTEL_EXPORTER_OTLP(?:_\w+)?_HEADERS"
+    r"|^AGENTSCORE_FORWARD_HEADERS)$"
 )
 # Shapes of common API credentials: OpenAI/Anthropic style keys, bearer tokens, key=value
 # pairs. Base64 keys carry `/`, `+` and `=`; a token class without them stops halfway.

@@ -73,11 +73,15 @@ def start_serve(
     judge_delay: float = 0.0,
     port: int = 0,
     otel: dict[str, str] | None = None,
+    env: dict[str, str] | None = None,
 ) -> ServeProcess:
-    """`otel` replaces the default OTEL_* settings (every signal to `receiver`)."""
+    """`otel` replaces the default OTEL_* settings (every signal to `receiver`); `env` adds
+    other variables."""
     port = port or free_port()
+    extra = env or {}
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     env.update(otel or {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver})
+    env.update(extra)
     env.update(
         OTEL_METRIC_EXPORT_INTERVAL="500",
         PYTHONPATH=str(ROOT),

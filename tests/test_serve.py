@@ -147,3 +147,30 @@ def test_forward_passes_requests_on_unchanged_and_refusals_back(tmp_path: Path) 
     assert app_requests == [body, body]  # the refused try, then the accepted one, byte for byte
     assert health["forward_failures"] == 1
     assert health["scored"] == 1
+
+
+def test_forward_sends_the_configured_credentials_and_never_logs_them(tmp_path: Path) -> None:
+    token = "fwd-7Qm2xK9pL4vN8rT3"
+    body = protobuf_request(recorded_generations([ANSWER]))
+    headers = {"Content-Type": "application/x-protobuf"}
+    secret = {"AGENTSCORE_FORWARD_HEADERS": f"Authorization=Bearer%20{token},X-Team=support"}
+    with http_collector() as backend:
+        forward = ("--forward", f"{backend.url}/v1/traces")
+        with serving(tmp_path, backend.url, *forward, env=secret) as serve:
+            backend.status = 401  # a refusal names the status, not what was sent
+            assert (
+                httpx.post(f"{serve.url}/v1/traces", content=body, headers=headers).status_code
+                == 503
+            )
+            backend.status = 200
+            assert (
+                httpx.post(f"{serve.url}/v1/traces", content=body, headers=headers).status_code
+                == 200
+            )
+            wait_for(lambda: len(evaluation_spans(backend)) == 1, what="the evaluation")
+            log = serve.log.read_text()
+    forwarded = [item for item in backend.received if item.body == body]
+    assert len(forwarded) == 2
+    assert all(item.headers["Authorization"] == f"Bearer {token}" for item in forwarded)
+    assert all(item.headers["X-Team"] == "support" for item in forwarded)
+    assert token not in log

@@ -8,7 +8,7 @@ stays bounded and nothing accepted is lost.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from typing import Any
 
 import anyio
@@ -45,6 +45,7 @@ class ServeApp:
         on_startup: Callable[[], None] = lambda: None,
         on_shutdown: Callable[[], None] = lambda: None,
         forward_to: str | None = None,
+        forward_headers: Mapping[str, str] | None = None,
     ) -> None:
         self._ingestor = ingestor
         self._queue = queue
@@ -55,6 +56,7 @@ class ServeApp:
         self._on_startup = on_startup
         self._on_shutdown = on_shutdown
         self._forward_to = forward_to
+        self._forward_headers = dict(forward_headers or {})
         self.draining = False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -104,7 +106,12 @@ class ServeApp:
             spans = decode_traces(body, content_type, encoding, max_size=self._max_body)
             if self._forward_to is not None:
                 await anyio.to_thread.run_sync(
-                    forward, self._forward_to, body, content_type, encoding
+                    forward,
+                    self._forward_to,
+                    body,
+                    content_type,
+                    encoding,
+                    self._forward_headers,
                 )
             await anyio.to_thread.run_sync(self._ingestor.ingest, spans)
         except OtlpDecodeError as exc:

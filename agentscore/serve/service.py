@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +16,7 @@ from agentscore.scorers.base import Scorer
 from agentscore.serve.app import ServeApp
 from agentscore.serve.budget import JudgeBudget
 from agentscore.serve.export import build_exporters
+from agentscore.serve.forward import forward_headers
 from agentscore.serve.ingest import Ingestor
 from agentscore.serve.queue import SqliteQueue, Synchronous
 from agentscore.serve.stats import ServiceStats
@@ -97,6 +99,7 @@ def build_service(options: ServeOptions, evals: Evals) -> ServeApp:
         on_startup=worker.start,
         on_shutdown=shutdown,
         forward_to=options.forward,
+        forward_headers=forward_headers(os.environ) if options.forward else None,
     )
 
 
