@@ -25,7 +25,7 @@ from agentscore.adapters import coerce_messages
 from agentscore.errors import ConfigurationError
 from agentscore.evals import Evals, EvalsLike, SampledScorer, sampled_entries
 from agentscore.live._callbacks import call_user, on_loop
-from agentscore.live._loop import BackgroundLoop
+from agentscore.live._loop import SIGNAL_POLL, BackgroundLoop
 from agentscore.live.runner import Runner, default_runner
 from agentscore.messages import Message, ToolCall
 from agentscore.result import ScoreResult
@@ -348,7 +348,7 @@ class Agent:
 
         future = _sync_loop.portal().start_task_soon(produce)
         try:
-            while (event := events.get()) is not None:
+            while (event := _next_event(events)) is not None:
                 if isinstance(event, BaseException):
                     raise event
                 yield event
@@ -572,3 +572,14 @@ def _tool_text(value: Any) -> str:
     if isinstance(value, BaseModel):
         return value.model_dump_json()
     return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _next_event(
+    events: queue.SimpleQueue[StreamEvent | BaseException | None],
+) -> StreamEvent | BaseException | None:
+    # With a timeout, so Ctrl-C reaches the consumer even when another thread got the signal.
+    while True:
+        try:
+            return events.get(timeout=SIGNAL_POLL)
+        except queue.Empty:
+            continue

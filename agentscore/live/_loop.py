@@ -19,9 +19,28 @@ from typing import Any, TypeVar
 import anyio
 from anyio.from_thread import BlockingPortal
 
-__all__ = ["BackgroundLoop", "background_loop"]
+__all__ = ["SIGNAL_POLL", "BackgroundLoop", "background_loop", "wait_for_result"]
 
 T = TypeVar("T")
+# How often a waiting caller wakes to let Python run a signal handler (Ctrl-C): the kernel
+# hands a process's SIGINT to any of its threads, and when that is not the main thread, a
+# wait without a timeout in the main thread never returns to run the handler.
+SIGNAL_POLL = 0.2
+
+
+def wait_for_result(future: concurrent.futures.Future[T]) -> T:
+    """`future.result()` that Ctrl-C interrupts whichever thread received the signal; on any
+    interruption the work is cancelled."""
+    try:
+        while True:
+            try:
+                return future.result(timeout=SIGNAL_POLL)
+            except TimeoutError:
+                if future.done():  # its own TimeoutError, or it finished just now
+                    return future.result()
+    except BaseException:
+        future.cancel()
+        raise
 
 
 class BackgroundLoop:
@@ -66,7 +85,7 @@ class BackgroundLoop:
                 "blocking call made from agentscore's own background loop; await the async "
                 "form instead"
             )
-        return self.portal().call(func, *args)
+        return wait_for_result(self.portal().start_task_soon(func, *args))
 
     def call_soon(self, func: Callable[[], object]) -> None:
         """Schedule a quick sync callback on the loop from any thread, without waiting.
