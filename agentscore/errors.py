@@ -9,6 +9,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AgentScoreError",
+    "CallbackBacklogError",
     "ConfigurationError",
     "InputTooLargeError",
     "JudgeAuthError",
@@ -88,6 +89,11 @@ class InputTooLargeError(AgentScoreError):
 
 class ScorerTimeoutError(AgentScoreError):
     """A scorer run took longer than its time budget."""
+
+
+class CallbackBacklogError(AgentScoreError):
+    """Too many sync callbacks (get_context, filter, sink, step) are still running, most
+    likely hanging; this call was not started, so threads do not pile up without bound."""
 
 
 class UnreadableMessageError(AgentScoreError, TypeError):

@@ -7,6 +7,7 @@ whatever else finished meanwhile provably did not wait for it (ordering, not tim
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -14,6 +15,7 @@ from structlog.testing import capture_logs
 
 from agentscore import Agent
 from agentscore.context import ContextParams
+from agentscore.live import _callbacks
 from agentscore.live._loop import background_loop
 from agentscore.live.runner import Runner, ScoreJob
 from agentscore.result import ScoreResult, ScoreStatus
@@ -162,3 +164,40 @@ def test_slow_filter_and_on_score_do_not_hold_the_shared_generate_sync_loop(
     assert result.text == "Order 1042 shipped."
     assert order == ["filter first", "filter second", "second returned"]
     assert runner.flush(timeout=10) and runner.stats().scored == 2
+
+
+def test_callbacks_that_never_return_cannot_pile_up_threads(
+    gate: threading.Event, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_callbacks, "MAX_ABANDONED_CALLS", 3)
+    calls: list[int] = []
+
+    def hung_context(params: ContextParams) -> list[str]:
+        calls.append(1)
+        gate.wait(BLOCK_LIMIT)
+        return ["Order 1042 shipped."]
+
+    hung = create_hallucination_scorer("local", get_context=hung_context, timeout=0.3)
+    results: list[ScoreResult] = []
+    concurrency = 2
+    runner = Runner(concurrency=concurrency)
+    for _ in range(10):
+        runner.submit(ScoreJob(hung, RUN, on_result=results.append))
+    assert runner.flush(timeout=BLOCK_LIMIT / 2)
+    assert not gate.is_set()  # every run ended while the callbacks still hung
+
+    # Runs start while fewer than 3 calls are abandoned: at most 3 + one wave of 2 threads.
+    started = len(calls)
+    assert 3 <= started <= 3 + concurrency - 1
+    assert _callbacks.abandoned_callbacks() == started
+    errors = [r.error.type for r in results if r.error is not None]
+    assert len(results) == 10  # the sink (itself a sync callback) got every result
+    assert errors.count("ScorerTimeoutError") == started
+    assert errors.count("CallbackBacklogError") == 10 - started  # refused: no thread
+
+    gate.set()  # the hung calls return, and the callback is accepted again
+    deadline = time.monotonic() + 10
+    while _callbacks.abandoned_callbacks() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert _callbacks.abandoned_callbacks() == 0
+    assert hung.run_sync(RUN).status is ScoreStatus.SCORED
