@@ -27,13 +27,18 @@ _TOKEN = r"[A-Za-z0-9_\-/+=.~]"
 _SECRET_PATTERNS = (
     (re.compile(rf"\b(?:sk|pk|rk|gsk|xai)[-_]{_TOKEN}{{8,}}"), _REPLACEMENT),
     (re.compile(rf"(?i)\bbearer\s+{_TOKEN}{{8,}}"), "Bearer " + _REPLACEMENT),
+    # A credential-named field or parameter, its name whole ("access_token", "X-Api-Key",
+    # "client_secret", "password"), up to the end of its value ("&" ends a query parameter).
     (
         re.compile(
-            r"(?i)\b(api[_-]?key|authorization|token|secret)([\"']?\s*[:=]\s*[\"']?)"
-            r"[^\s\"',}]{6,}"
+            r"(?i)(?<![A-Za-z0-9_\-])((?:[a-z0-9]+[_-])*"
+            r"(?:api[_-]?key|authorization|token|secret|password|passwd|pwd|credentials?))"
+            r"([\"']?\s*[:=]\s*[\"']?)[^\s\"',}&]{6,}"
         ),
         r"\1\2" + _REPLACEMENT,
     ),
+    # The user-info part of a URL ("https://user:password@proxy").
+    (re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^\s/:@]+:[^\s/@]+@"), r"\1" + _REPLACEMENT + "@"),
 )
 _MAX_LENGTH = 2000
 

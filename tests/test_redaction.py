@@ -124,3 +124,28 @@ def test_pattern_covers_whole_base64_keys_and_env_tokens(monkeypatch: pytest.Mon
     monkeypatch.setenv("MY_PROXY_TOKEN", "tok.9f8e7d6c5b4a")
     monkeypatch.setenv("FEATURE_TOKEN", "1")  # too short to be a key: left alone
     assert redact("proxy said tok.9f8e7d6c5b4a, retry 1") == "proxy said [REDACTED], retry 1"
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("connect to https://admin:hunter2hunter2@proxy.internal:8443/v1 failed", "hunter2hunter2"),
+        ("GET /v1?access_token=q8Zt2vLmN4xK&page=2 failed", "q8Zt2vLmN4xK"),
+        ("client_secret=q8Zt2vLmN4xK", "q8Zt2vLmN4xK"),
+        ("password: correct-horse-battery", "correct-horse-battery"),
+        ('{"refresh_token": "rt-q8Zt2vLmN4xK"}', "rt-q8Zt2vLmN4xK"),
+        ("X-Api-Key: q8Zt2vLmN4xK", "q8Zt2vLmN4xK"),
+    ],
+)
+def test_credentials_of_unknown_value_are_redacted_by_where_they_stand(
+    text: str, secret: str
+) -> None:
+    assert secret not in redact(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["tokens: 1234567 used", "the secret garden is lovely", "http://example.com/v1/items"],
+)
+def test_ordinary_text_about_keys_and_tokens_is_left_alone(text: str) -> None:
+    assert redact(text) == text
