@@ -383,11 +383,17 @@ def test_ctrl_c_ends_cleanly_with_the_resume_hint(tmp_path: Path) -> None:
         "OPENAI_API_KEY": "sk-test-not-a-real-key-000",
     }
     out = tmp_path / "results.jsonl"
+    # Python ignores SIGINT when it starts with it ignored, as every job a script puts in
+    # the background does: the CLI gets the default handler back, as in a terminal.
+    with_ctrl_c = (
+        "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+        "from agentscore.cli import main; sys.exit(main(sys.argv[1:]))"
+    )
     process = subprocess.Popen(
         [
             sys.executable,
-            "-m",
-            "agentscore.cli",
+            "-c",
+            with_ctrl_c,
             "eval",
             str(data),
             "--judge",

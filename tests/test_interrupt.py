@@ -34,6 +34,8 @@ BLOCKED_CALLERS = {
 }
 PREAMBLE = """
     import signal, threading, time
+    # As in a terminal, even when the test runs as a background job (SIGINT ignored).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     import anyio
     from agentscore.live._loop import background_loop
     from agentscore import agent as agent_module
