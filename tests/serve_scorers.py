@@ -1,21 +1,24 @@
 """Scorers that `agentscore serve` imports in the tests (`--scorers tests.serve_scorers:evals`).
 
 SERVE_TEST_JUDGE_DELAY (seconds) makes each judge request wait first, so a test can kill the
-service while jobs are being scored.
+service while jobs are being scored. SERVE_TEST_JUDGE=cascade judges with
+`CascadeJudge(LocalJudge(), <LLM>)`, the LLM stage a scripted endpoint in this process (the
+real `openai` client) that calls every claim it is asked about supported.
 """
 
 from __future__ import annotations
 
 import os
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import anyio
 from pydantic import BaseModel
 
 from agentscore import Evals
-from agentscore.judges import LocalJudge
-from agentscore.judges.base import JudgeReply, JudgeRequest
+from agentscore.judges import CascadeJudge, LocalJudge, OpenAIJudge
+from agentscore.judges.base import Judge, JudgeReply, JudgeRequest
 from agentscore.scorers import create_faithfulness_scorer
+from agentscore.testing import ScriptedEndpoint, ScriptedReply, chat_completion
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -30,5 +33,19 @@ class SlowLocalJudge(LocalJudge):
         return await super().complete(request)
 
 
-_delay = float(os.environ.get("SERVE_TEST_JUDGE_DELAY", "0"))
-evals = Evals(scorers=[create_faithfulness_scorer(SlowLocalJudge(_delay) if _delay else "local")])
+def _all_supported(body: dict[str, Any]) -> ScriptedReply:
+    prompt = str(body["messages"][-1]["content"])
+    block = prompt.split("<<BEGIN CLAIMS", 1)[1].split("\n", 1)[1].split("\n<<END CLAIMS")[0]
+    verdicts = [{"claim": c, "verdict": "yes", "reason": "scripted"} for c in block.splitlines()]
+    return chat_completion({"verdicts": verdicts}, prompt_tokens=100, completion_tokens=10)
+
+
+def _judge() -> Judge | str:
+    if os.environ.get("SERVE_TEST_JUDGE") == "cascade":
+        llm = ScriptedEndpoint(_all_supported).client(max_retries=0)
+        return CascadeJudge(LocalJudge(), OpenAIJudge("judge-llm", client=llm, use_cache=False))
+    delay = float(os.environ.get("SERVE_TEST_JUDGE_DELAY", "0"))
+    return SlowLocalJudge(delay) if delay else "local"
+
+
+evals = Evals(scorers=[create_faithfulness_scorer(_judge())])

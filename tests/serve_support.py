@@ -36,6 +36,8 @@ ROOT = Path(__file__).resolve().parent.parent
 ORDER = {"order": "1042", "status": "shipped", "carrier": "UPS"}
 ANSWER = "Order 1042 shipped with UPS."
 WRONG = "Order 1042 shipped with FedEx."
+# No context sentence matches it: the local judge is unsure, so a cascade asks its LLM.
+PARAPHRASE = "Your parcel is on its way and should be with you soon."
 
 
 def free_port() -> int:

@@ -18,6 +18,7 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 from tests.http_collector import http_collector
 from tests.serve_support import (
     ANSWER,
+    PARAPHRASE,
     WRONG,
     attribute,
     evaluation_spans,
@@ -107,19 +108,44 @@ def test_otlp_json_with_gzip_is_read_like_protobuf(tmp_path: Path) -> None:
     assert attribute(evaluation, "gen_ai.evaluation.score.value") == 1.0
 
 
+CASCADE = {"SERVE_TEST_JUDGE": "cascade"}
+
+
 def test_work_over_the_judge_budget_waits_then_is_dropped_past_max_age(tmp_path: Path) -> None:
     options = ("--requests-per-minute", "1", "--max-age", "1")
-    with http_collector() as receiver, serving(tmp_path, receiver.url, *options) as serve:
-        send_generations(serve.url, [ANSWER] * 3)
+    with (
+        http_collector() as receiver,
+        serving(tmp_path, receiver.url, *options, env=CASCADE) as serve,
+    ):
+        send_generations(serve.url, [PARAPHRASE] * 3)  # each needs one LLM request
         wait_for(lambda: serve.health()["dropped"] == 2, what="two jobs dropped")
         health = serve.health()
         wait_for(lambda: metric_value(receiver, "agentscore.serve.dropped") == 2, what="metric")
     assert health["judge_requests"] == 1  # one request a minute: the first job only
+    assert health["judge_tokens"] == 110
     assert health["scored"] == 1
     assert health["pending_jobs"] == 0
     assert len(evaluation_spans(receiver)) == 1
     assert metric_value(receiver, "agentscore.serve.spans_received") == 6
     assert metric_value(receiver, "agentscore.serve.judge_requests") == 1
+
+
+def test_what_the_local_stage_of_a_cascade_decides_costs_no_judge_budget(tmp_path: Path) -> None:
+    options = ("--requests-per-minute", "1", "--max-age", "5")
+    with (
+        http_collector() as receiver,
+        serving(tmp_path, receiver.url, *options, env=CASCADE) as serve,
+    ):
+        send_generations(serve.url, [ANSWER] * 3 + [PARAPHRASE])
+        wait_for(lambda: serve.health()["scored"] == 4, what="all four scored")
+        wait_for(lambda: len(evaluation_spans(receiver)) == 4, what="four evaluations")
+        health = serve.health()
+    assert health["judge_requests"] == 1  # only the paraphrase reached the LLM
+    assert health["dropped"] == 0
+    scores = [
+        attribute(span, "gen_ai.evaluation.score.value") for span in evaluation_spans(receiver)
+    ]
+    assert scores == [1.0, 1.0, 1.0, 1.0]
 
 
 def test_forward_passes_requests_on_unchanged_and_refusals_back(tmp_path: Path) -> None:

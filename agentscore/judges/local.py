@@ -41,7 +41,8 @@ class LocalJudge:
         value = request.output_type.model_validate(data)
         if request.validate is not None:
             request.validate(value)
-        usage = JudgeUsage(calls=1, duration_ms=(time.perf_counter() - started) * 1000)
+        # No request is sent: `calls` counts requests to a model, which budgets limit.
+        usage = JudgeUsage(duration_ms=(time.perf_counter() - started) * 1000)
         return JudgeReply(value, usage)
 
     def _answer(self, task: str, payload: Any) -> dict[str, Any]:
