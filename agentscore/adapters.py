@@ -3,9 +3,10 @@
 Read here: plain strings; OpenAI Chat Completions messages (dicts or SDK objects, multi-part
 content, tool calls); OpenAI Responses API / Agents SDK items (`message`, `function_call`,
 `function_call_output`, `output_text` parts, run items holding a `raw_item`; reasoning items
-are skipped); pydantic-ai `ModelRequest` / `ModelResponse` (objects or their JSON); and the
-OpenTelemetry GenAI semantic-convention message JSON (`role` + `parts`, with `tool_call` and
-`tool_call_response` parts, and `gen_ai.system_instructions` part lists).
+are skipped; hosted tools such as file search, MCP, code interpreter and shell become tool
+calls with their text results); pydantic-ai `ModelRequest` / `ModelResponse` (objects or
+their JSON); and the OpenTelemetry GenAI semantic-convention message JSON (`role` + `parts`,
+with `tool_call` and `tool_call_response` parts, and `gen_ai.system_instructions` part lists).
 
 A shape it cannot read raises `UnreadableMessageError` naming what it got: a run whose
 messages were misread would be scored as if it had no answer or no tool results, which is a
@@ -15,7 +16,7 @@ wrong score, not a missing one.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from agentscore.errors import UnreadableMessageError
@@ -175,17 +176,103 @@ def _read_responses_item(item_type: str, fields: Mapping[str, Any], item: object
             arguments=_arguments_text(fields.get("arguments")),
         )
         return [Message(role="assistant", tool_calls=(call,))]
-    if item_type == "function_call_output":
-        return [
-            Message(
-                role="tool",
-                content=_content_text(fields.get("output")),
-                tool_call_id=str(fields.get("call_id") or ""),
-            )
-        ]
-    raise UnreadableMessageError(
-        f"cannot read a Responses API item of type {item_type!r} ({_kind(item)})"
-    )
+    if item_type in ("function_call_output", "custom_tool_call_output", "apply_patch_call_output"):
+        return [_tool_result(fields.get("call_id"), _content_text(fields.get("output")))]
+    if item_type in _METADATA_ITEM_TYPES:
+        return []
+    hosted = _HOSTED_TOOLS.get(item_type)
+    if hosted is None:
+        raise UnreadableMessageError(
+            f"cannot read a Responses API item of type {item_type!r} ({_kind(item)})"
+        )
+    return hosted(fields)
+
+
+# What the Responses API says about its MCP servers and approvals, not a call or a result.
+_METADATA_ITEM_TYPES = frozenset(
+    {"mcp_list_tools", "mcp_approval_request", "mcp_approval_response"}
+)
+
+
+def _hosted_call(
+    fields: Mapping[str, Any], name: str, arguments: object, result: str | None
+) -> list[Message]:
+    """A tool the model ran on the provider's side: the call, and its result when the item
+    carries one as text (search hits, logs, an MCP tool's output). Web search pages,
+    screenshots and images are not in the item, so those calls have no result here."""
+    call_id = str(fields.get("call_id") or fields.get("id") or "")
+    call = ToolCall(id=call_id, name=name, arguments=_arguments_text(arguments))
+    messages = [Message(role="assistant", tool_calls=(call,))]
+    if result is not None:
+        messages.append(_tool_result(call_id, result))
+    return messages
+
+
+def _tool_result(call_id: object, content: str | None) -> Message:
+    return Message(role="tool", content=content, tool_call_id=str(call_id or ""))
+
+
+def _file_search(fields: Mapping[str, Any]) -> list[Message]:
+    # Results are present only when the request asked for them (`include`).
+    hits = fields.get("results")
+    result = None
+    if isinstance(hits, Sequence) and not isinstance(hits, str):
+        result = _to_json_text(
+            [
+                {key: hit[key] for key in ("filename", "text") if key in hit}
+                for hit in hits
+                if isinstance(hit, Mapping)
+            ]
+        )
+    return _hosted_call(fields, "file_search", {"queries": fields.get("queries")}, result)
+
+
+def _code_interpreter(fields: Mapping[str, Any]) -> list[Message]:
+    outputs = fields.get("outputs")
+    logs = [
+        str(out.get("logs"))
+        for out in outputs or ()
+        if isinstance(out, Mapping) and out.get("type") == "logs"
+    ]
+    result = "\n".join(logs) if logs else None
+    return _hosted_call(fields, "code_interpreter", {"code": fields.get("code")}, result)
+
+
+def _mcp(fields: Mapping[str, Any]) -> list[Message]:
+    output, error = fields.get("output"), fields.get("error")
+    result = output if isinstance(output, str) else (_to_json_text(error) if error else None)
+    return _hosted_call(fields, str(fields.get("name") or "mcp"), fields.get("arguments"), result)
+
+
+def _shell_output(fields: Mapping[str, Any]) -> list[Message]:
+    output = fields.get("output")
+    if isinstance(output, Sequence) and not isinstance(output, str):  # shell_call_output
+        output = "\n".join(
+            str(chunk.get(stream))
+            for chunk in output
+            if isinstance(chunk, Mapping)
+            for stream in ("stdout", "stderr")
+            if chunk.get(stream)
+        )
+    return [_tool_result(fields.get("call_id") or fields.get("id"), _content_text(output))]
+
+
+_HOSTED_TOOLS: dict[str, Callable[[Mapping[str, Any]], list[Message]]] = {
+    "custom_tool_call": lambda f: _hosted_call(f, str(f.get("name") or ""), f.get("input"), None),
+    "file_search_call": _file_search,
+    "web_search_call": lambda f: _hosted_call(f, "web_search", f.get("action"), None),
+    "code_interpreter_call": _code_interpreter,
+    "mcp_call": _mcp,
+    "image_generation_call": lambda f: _hosted_call(f, "image_generation", None, None),
+    "computer_call": lambda f: _hosted_call(f, "computer", f.get("action"), None),
+    # A screenshot: no text to judge against.
+    "computer_call_output": lambda f: [],
+    "local_shell_call": lambda f: _hosted_call(f, "shell", f.get("action"), None),
+    "shell_call": lambda f: _hosted_call(f, "shell", f.get("action"), None),
+    "local_shell_call_output": _shell_output,
+    "shell_call_output": _shell_output,
+    "apply_patch_call": lambda f: _hosted_call(f, "apply_patch", f.get("operation"), None),
+}
 
 
 def _read_semconv(fields: Mapping[str, Any]) -> list[Message]:

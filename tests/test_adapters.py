@@ -167,7 +167,7 @@ def test_genai_semconv_messages_with_tool_parts() -> None:
 @pytest.mark.parametrize(
     ("value", "named"),
     [
-        ([{"type": "computer_call", "id": "x"}], "'computer_call'"),
+        ([{"type": "hologram_call", "id": "x"}], "'hologram_call'"),
         ([{"role": "user", "parts": [{"type": "hologram"}]}], "'hologram'"),
         ([object()], "object"),
         ([{"id": "x", "status": "done"}], "fields ['id', 'status']"),
@@ -181,11 +181,11 @@ def test_unreadable_items_raise_a_typed_error_naming_them(value: object, named: 
 
 def test_scorer_run_on_unreadable_output_is_a_failed_result_naming_the_item() -> None:
     scorer = create_faithfulness_scorer(LocalJudge())
-    result = scorer.run_sync({"input": "q", "output": [{"type": "computer_call", "id": "x"}]})
+    result = scorer.run_sync({"input": "q", "output": [{"type": "hologram_call", "id": "x"}]})
     assert result.status == "failed"
     assert result.error is not None
     assert result.error.type == "UnreadableMessageError"
-    assert "computer_call" in result.error.message
+    assert "hologram_call" in result.error.message
 
 
 def test_agents_sdk_run_is_scored_on_its_tool_results() -> None:
@@ -215,3 +215,112 @@ def test_tool_call_models_pass_through() -> None:
 def test_malformed_fields_are_unreadable_not_a_stray_error(value: object) -> None:
     with pytest.raises(UnreadableMessageError, match="malformed messages"):
         coerce_messages(value)
+
+
+# Hosted tools run on the provider's side; their items are built here from the SDK's own
+# types (validated by the SDK), as a Responses API reply would deliver them.
+POLICY = "Items can be returned within 30 days of delivery for a full refund."
+
+
+def hosted_tool_items() -> list[Any]:
+    from openai.types.responses import (
+        ResponseCodeInterpreterToolCall,
+        ResponseFileSearchToolCall,
+        ResponseFunctionWebSearch,
+    )
+    from openai.types.responses.response_output_item import McpCall, McpListTools
+
+    return [
+        McpListTools.model_validate(
+            {"id": "l1", "server_label": "shop", "tools": [], "type": "mcp_list_tools"}
+        ),
+        ResponseFileSearchToolCall.model_validate(
+            {
+                "id": "fs1",
+                "queries": ["return policy"],
+                "status": "completed",
+                "type": "file_search_call",
+                "results": [
+                    {"file_id": "f1", "filename": "policy.md", "score": 0.9, "text": POLICY}
+                ],
+            }
+        ),
+        McpCall.model_validate(
+            {
+                "id": "m1",
+                "name": "lookup_order",
+                "arguments": '{"order_id": "1042"}',
+                "server_label": "shop",
+                "type": "mcp_call",
+                "output": json.dumps(ORDER),
+            }
+        ),
+        ResponseCodeInterpreterToolCall.model_validate(
+            {
+                "id": "ci1",
+                "code": "print(30 - 12)",
+                "container_id": "c1",
+                "outputs": [{"type": "logs", "logs": "18"}],
+                "status": "completed",
+                "type": "code_interpreter_call",
+            }
+        ),
+        ResponseFunctionWebSearch.model_validate(
+            {
+                "id": "ws1",
+                "status": "completed",
+                "type": "web_search_call",
+                "action": {"type": "search", "query": "UPS tracking"},
+            }
+        ),
+        ResponseOutputMessage.model_validate(
+            {
+                "id": "msg1",
+                "role": "assistant",
+                "status": "completed",
+                "type": "message",
+                "content": [
+                    {
+                        "type": "output_text",
+                        "text": f"{ANSWER} {POLICY}",
+                        "annotations": [],
+                    }
+                ],
+            }
+        ),
+    ]
+
+
+def test_hosted_tool_items_become_tool_calls_with_their_text_results() -> None:
+    results = extract_tool_results(hosted_tool_items())
+    assert [(r.tool_name, r.tool_call_id) for r in results] == [
+        ("file_search", "fs1"),
+        ("lookup_order", "m1"),
+        ("code_interpreter", "ci1"),
+    ]
+    assert results[0].result == [{"filename": "policy.md", "text": POLICY}]
+    assert results[1].args == {"order_id": "1042"} and results[1].result == ORDER
+    assert results[2].result == 18
+    calls = [c for m in coerce_messages(hosted_tool_items()) for c in m.tool_calls]
+    # The web search ran, but its pages are not in the item: a call without a result.
+    assert ("ws1", "web_search") in [(c.id, c.name) for c in calls]
+
+
+def test_an_answer_grounded_in_hosted_tool_results_is_scored_on_them() -> None:
+    scorer = create_faithfulness_scorer(LocalJudge())
+    result = scorer.run_sync(ScorerRun(input="Where is order 1042?", output=hosted_tool_items()))
+    assert result.status == "scored", result.error
+    assert result.score == 1.0
+
+
+def test_an_mcp_call_that_failed_gives_its_error_as_the_result() -> None:
+    item = {
+        "type": "mcp_call",
+        "id": "m2",
+        "name": "lookup_order",
+        "arguments": "{}",
+        "server_label": "shop",
+        "error": {"type": "tool_execution_error", "message": "order not found"},
+    }
+    [result] = extract_tool_results([item])
+    assert result.result == {"type": "tool_execution_error", "message": "order not found"}

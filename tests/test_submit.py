@@ -121,13 +121,13 @@ def test_unreadable_output_is_a_failed_result_not_a_score_of_nothing() -> None:
 
     # Even a filter that would veto it: an unreadable run must surface.
     evals, runner, scores = make_evals(filter=rejects_everything)
-    assert evals.submit(QUESTION, [{"type": "computer_call", "id": "x"}]) is True
+    assert evals.submit(QUESTION, [{"type": "hologram_call", "id": "x"}]) is True
     assert runner.flush(10)
     [score] = scores
     assert score.status == "failed"
     assert score.error is not None
     assert score.error.type == "UnreadableMessageError"
-    assert "computer_call" in score.error.message
+    assert "hologram_call" in score.error.message
 
 
 @pytest.mark.parametrize("with_filter", [False, True])
