@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
+from agentscore.errors import ConfigurationError
 from agentscore.run import ScorerRun
 from agentscore.serve.budget import JudgeBudget
 from agentscore.serve.export import build_exporters
+from agentscore.serve.forward import FORWARD_HEADERS_ENV, forward_headers
 from agentscore.serve.otlp import OtlpDecodeError, decode_traces
 from agentscore.serve.queue import Commit, SqliteQueue
 from agentscore.spans.records import SpanRecord
-from tests.serve_support import ANSWER, recorded_generations
+from tests.serve_support import ANSWER, ROOT, recorded_generations
 
 
 class Clock:
@@ -118,3 +123,30 @@ def test_a_body_nested_past_the_parsers_depth_is_a_400_not_a_retry_forever() -> 
         decode_traces(
             b"\x0a\xff\xff\xff\xff\x0f" + b"\x00" * 10, "application/x-protobuf", max_size=100
         )
+
+
+def test_forward_headers_parse_like_otlp_headers() -> None:
+    env = {FORWARD_HEADERS_ENV: "authorization=Bearer%20abc123xyz, x-team=support"}
+    assert forward_headers(env) == {"authorization": "Bearer abc123xyz", "x-team": "support"}
+    assert forward_headers({}) == {}
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["Bearer s3cr3t-token-value", "authorization=Bearer%0D%0AX-Evil:%201", "=s3cr3t-token-value"],
+)
+def test_malformed_forward_headers_fail_at_start_without_echoing_the_value(
+    value: str, tmp_path: Path
+) -> None:
+    with pytest.raises(ConfigurationError, match="entry 1") as caught:
+        forward_headers({FORWARD_HEADERS_ENV: value})
+    assert "s3cr3t" not in str(caught.value) and "Evil" not in str(caught.value)
+    # The command turns it into exit 2 and one line naming the variable.
+    done = subprocess.run(
+        [sys.executable, "-m", "agentscore.cli", "serve", "--scorers", "tests.serve_scorers:evals",
+         "--queue", str(tmp_path / "q.db"), "--forward", "http://127.0.0.1:9/v1/traces"],
+        env={**os.environ, FORWARD_HEADERS_ENV: value, "PYTHONPATH": str(ROOT)},
+        capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert FORWARD_HEADERS_ENV in done.stderr and "s3cr3t" not in done.stderr + done.stdout

@@ -14,11 +14,13 @@ redacted like every key the process knows.
 
 from __future__ import annotations
 
+import re
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
+from urllib.parse import unquote
 
-from opentelemetry.util.re import parse_env_headers
+from agentscore.errors import ConfigurationError
 
 __all__ = ["FORWARD_HEADERS_ENV", "ForwardError", "forward", "forward_headers"]
 
@@ -29,9 +31,27 @@ class ForwardError(Exception):
     """The backend did not accept the forwarded request."""
 
 
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
 def forward_headers(environ: Mapping[str, str]) -> dict[str, str]:
-    """The extra headers `environ` asks the forwarded requests to carry."""
-    return dict(parse_env_headers(environ.get(FORWARD_HEADERS_ENV, ""), liberal=True))
+    """The extra headers `environ` asks the forwarded requests to carry.
+
+    Parsed here rather than by OpenTelemetry's helper, which logs a malformed value whole:
+    this one holds a credential, so an error names the position, never the text."""
+    headers: dict[str, str] = {}
+    raw = environ.get(FORWARD_HEADERS_ENV, "")
+    for position, pair in enumerate(raw.split(",") if raw.strip() else (), start=1):
+        name, equals, value = pair.partition("=")
+        name, value = name.strip(), unquote(value.strip())
+        if not equals or not _HEADER_NAME.fullmatch(name) or _CONTROL.search(value):
+            raise ConfigurationError(
+                f"{FORWARD_HEADERS_ENV}: entry {position} is not name=value (a header name, "
+                "then a URL-encoded value without control characters)"
+            )
+        headers[name] = value
+    return headers
 
 
 def forward(
