@@ -8,11 +8,12 @@ redaction time so a key set late is still covered.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import threading
 
-__all__ = ["known_secrets", "redact", "register_secret"]
+__all__ = ["known_secrets", "redact", "redact_library_logs", "register_secret"]
 
 _REPLACEMENT = "[REDACTED]"
 # Shorter values ("1", "true") would blank out ordinary words and numbers.
@@ -80,3 +81,26 @@ def _env_secret_parts(value: str) -> list[str]:
     if "=" in value:
         parts += [item.partition("=")[2].strip() for item in value.split(",")]
     return [part for part in parts if len(part) >= _MIN_SECRET_LENGTH]
+
+
+class _RedactingFilter(logging.Filter):
+    """Scrubs a library's log record before any handler sees it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # a record whose arguments do not fit its format: leave it
+            return True
+        cleaned = redact(message)
+        if cleaned != message:
+            record.msg, record.args = cleaned, None
+        return True
+
+
+def redact_library_logs(*names: str) -> None:
+    """Redact what the named loggers of other libraries write: OpenTelemetry's header parser
+    logs a malformed `OTEL_EXPORTER_OTLP_HEADERS` value whole, credential included."""
+    for name in names:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _RedactingFilter) for f in logger.filters):
+            logger.addFilter(_RedactingFilter())

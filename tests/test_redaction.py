@@ -149,3 +149,25 @@ def test_credentials_of_unknown_value_are_redacted_by_where_they_stand(
 )
 def test_ordinary_text_about_keys_and_tokens_is_left_alone(text: str) -> None:
     assert redact(text) == text
+
+
+def test_a_malformed_otlp_headers_variable_is_not_logged_whole(tmp_path: Path) -> None:
+    # OpenTelemetry's own parser logs a value it cannot parse, credential and all.
+    import os
+    import subprocess
+    import sys
+
+    token = "Bearer s3cr3tvalue123456"
+    script = (
+        "import agentscore.telemetry._otlp as otlp\notlp.spans(); otlp.logs(); otlp.metrics()\n"
+    )
+    env = {
+        **os.environ,
+        "OTEL_EXPORTER_OTLP_HEADERS": token,
+        "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+    )
+    assert "Header format invalid" in done.stderr  # the warning itself still reaches the user
+    assert "s3cr3tvalue123456" not in done.stderr + done.stdout
