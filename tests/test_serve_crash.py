@@ -87,6 +87,9 @@ def test_an_open_traces_spans_survive_kill_9(tmp_path: Path) -> None:
                 ) as chat:
                     chat_id = chat.get_span_context().span_id
             wait_for(lambda: len(evaluation_spans(receiver)) == 1, what="the agent's evaluation")
+            # Its job row is deleted just after the backend's 200: killing in between is the
+            # known re-send window (tested below), not what this test is about.
+            wait_for(lambda: serve.health()["pending_jobs"] == 0, what="the agent's job done")
             serve.kill()
         with serving(tmp_path, receiver.url, port=port) as serve:
             root.end()  # the trace closes in the restarted service, from spans on disk
