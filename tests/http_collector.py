@@ -26,6 +26,8 @@ class Collector:
     url: str
     received: list[Received] = field(default_factory=list)
     status: int = 200
+    # Paths answered with their own status (a backend without a logs endpoint: 404).
+    statuses: dict[str, int] = field(default_factory=dict)
 
 
 @contextmanager
@@ -36,7 +38,7 @@ def http_collector() -> Iterator[Collector]:
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
             collector.received.append(Received(self.path, dict(self.headers), body))
-            self.send_response(collector.status)
+            self.send_response(collector.statuses.get(self.path, collector.status))
             self.send_header("Content-Type", "application/json")
             self.end_headers()
             self.wfile.write(b"{}")

@@ -148,6 +148,23 @@ def test_what_the_local_stage_of_a_cascade_decides_costs_no_judge_budget(tmp_pat
     assert scores == [1.0, 1.0, 1.0, 1.0]
 
 
+def test_a_backend_without_a_logs_endpoint_gets_spans_and_jobs_do_not_pile_up(
+    tmp_path: Path,
+) -> None:
+    with http_collector() as receiver:
+        receiver.statuses["/v1/logs"] = 404  # a trace-only backend, as Phoenix is
+        with serving(tmp_path, receiver.url) as serve:
+            send_generations(serve.url, [ANSWER, WRONG])
+            wait_for(lambda: len(evaluation_spans(receiver)) == 2, what="both evaluations")
+            wait_for(lambda: serve.health()["pending_jobs"] == 0, what="the jobs done")
+            health = serve.health()
+            log = serve.log.read_text()
+    assert health["scored"] == 2
+    assert "serve_logs_endpoint_missing" in log
+    log_posts = [item for item in receiver.received if item.path == "/v1/logs"]
+    assert len(log_posts) == 1 and log_posts[0].body == b""  # the start-up probe only
+
+
 def test_forward_passes_requests_on_unchanged_and_refusals_back(tmp_path: Path) -> None:
     spans = recorded_generations([ANSWER])
     body = protobuf_request(spans)

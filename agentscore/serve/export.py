@@ -12,12 +12,15 @@ import contextvars
 import hashlib
 import os
 import threading
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
+import structlog
 from opentelemetry.sdk._logs import (
     LoggerProvider,
     LogRecordProcessor,
@@ -36,6 +39,8 @@ from agentscore.serve.queue import JobKey
 from agentscore.telemetry.setup import JsonlExporter
 
 __all__ = ["Exporters", "build_exporters", "keyed_ids"]
+
+_log = structlog.get_logger("agentscore.serve")
 
 _job_key: contextvars.ContextVar[_KeyedSequence | None] = contextvars.ContextVar(
     "agentscore_serve_job", default=None
@@ -157,7 +162,7 @@ def build_exporters(jsonl_path: str | Path, service_name: str = "agentscore-serv
         from agentscore.telemetry import _otlp
 
         spans = _SpanOutbox(_otlp.spans())
-        if _endpoint("LOGS"):
+        if _endpoint("LOGS") and _takes_logs(_signal_url("LOGS", "v1/logs")):
             logs = _LogOutbox(_otlp.logs())
         if _endpoint("METRICS"):
             reader = PeriodicExportingMetricReader(_otlp.metrics())
@@ -179,6 +184,60 @@ def _without_credentials(url: str) -> str:
     host = parts.hostname or ""
     netloc = f"{host}:{parts.port}" if parts.port else host
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+# What a server answers for a path it does not serve: the backend has no such signal.
+_NO_SUCH_ENDPOINT = frozenset({404, 405, 501})
+
+
+def _takes_logs(url: str) -> bool:
+    """Probe the logs endpoint once, with an empty OTLP request (valid, and a no-op for a
+    receiver that takes logs). A trace-only backend (Phoenix) answers 404 or 405, and every
+    job would then wait on disk for a log export that can never succeed; evaluations go out
+    as spans only instead. Any other answer, or none, keeps the logs: an outage is not proof."""
+    request = urllib.request.Request(
+        url,
+        data=b"",
+        headers={"Content-Type": "application/x-protobuf", **_signal_headers("LOGS")},
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=5) as reply:
+            reply.read()
+    except urllib.error.HTTPError as exc:
+        if exc.code in _NO_SUCH_ENDPOINT:
+            _log.error(
+                "serve_logs_endpoint_missing",
+                endpoint=_without_credentials(url),
+                status=exc.code,
+                hint="evaluations are exported as spans only; set OTEL_EXPORTER_OTLP_LOGS_"
+                "ENDPOINT to a receiver that takes logs to get log records too",
+            )
+            return False
+    except (OSError, ValueError):  # unreachable, or a header urllib refuses: not proof
+        pass
+    return True
+
+
+def _signal_url(signal: str, path: str) -> str:
+    # As the OTLP/HTTP exporters build it: a per-signal endpoint is used as is, the common
+    # one gets the signal's path.
+    own = os.environ.get(f"OTEL_EXPORTER_OTLP_{signal}_ENDPOINT")
+    if own:
+        return own
+    return os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").rstrip("/") + "/" + path
+
+
+def _signal_headers(signal: str) -> dict[str, str]:
+    raw = os.environ.get(f"OTEL_EXPORTER_OTLP_{signal}_HEADERS") or os.environ.get(
+        "OTEL_EXPORTER_OTLP_HEADERS", ""
+    )
+    headers: dict[str, str] = {}
+    for pair in raw.split(","):
+        name, equals, value = pair.partition("=")
+        if equals and name.strip():
+            headers[name.strip()] = unquote(value.strip())
+    return headers
 
 
 def _endpoint(signal: str) -> str:
