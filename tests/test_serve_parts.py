@@ -13,12 +13,13 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from agentscore.errors import ConfigurationError
 from agentscore.run import ScorerRun
 from agentscore.serve.budget import JudgeBudget
-from agentscore.serve.export import build_exporters
+from agentscore.serve.export import _takes_logs, build_exporters
 from agentscore.serve.forward import FORWARD_HEADERS_ENV, forward_headers
 from agentscore.serve.otlp import OtlpDecodeError, decode_traces
 from agentscore.serve.queue import Commit, SqliteQueue
 from agentscore.spans.records import SpanRecord
-from tests.serve_support import ANSWER, ROOT, recorded_generations
+from tests.http_collector import http_collector
+from tests.serve_support import ANSWER, ROOT, free_port, recorded_generations
 
 
 class Clock:
@@ -150,3 +151,21 @@ def test_malformed_forward_headers_fail_at_start_without_echoing_the_value(
     )  # fmt: skip
     assert done.returncode == 2, done.stderr
     assert FORWARD_HEADERS_ENV in done.stderr and "s3cr3t" not in done.stderr + done.stdout
+
+
+@pytest.mark.parametrize(
+    ("status", "takes"), [(404, False), (405, False), (401, True), (200, True)]
+)
+def test_the_logs_probe_turns_logs_off_only_for_a_missing_endpoint(
+    status: int, takes: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer%20probe-token-123")
+    with http_collector() as backend:
+        backend.statuses["/v1/logs"] = status
+        assert _takes_logs(f"{backend.url}/v1/logs") is takes
+    [probe] = backend.received
+    assert probe.body == b"" and probe.headers["Authorization"] == "Bearer probe-token-123"
+
+
+def test_an_unreachable_logs_endpoint_keeps_logs_on() -> None:
+    assert _takes_logs(f"http://127.0.0.1:{free_port()}/v1/logs") is True

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import structlog
 from opentelemetry.sdk._logs import (
@@ -34,6 +34,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.id_generator import IdGenerator, RandomIdGenerator
+from opentelemetry.util.re import parse_env_headers
 
 from agentscore.serve.queue import JobKey
 from agentscore.telemetry.setup import JsonlExporter
@@ -220,24 +221,19 @@ def _takes_logs(url: str) -> bool:
 
 
 def _signal_url(signal: str, path: str) -> str:
-    # As the OTLP/HTTP exporters build it: a per-signal endpoint is used as is, the common
-    # one gets the signal's path.
+    # As the OTLP/HTTP exporters build it: a per-signal endpoint as is, else the common one
+    # with the signal's path.
     own = os.environ.get(f"OTEL_EXPORTER_OTLP_{signal}_ENDPOINT")
-    if own:
-        return own
-    return os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").rstrip("/") + "/" + path
+    return own or _endpoint(signal).rstrip("/") + "/" + path
 
 
 def _signal_headers(signal: str) -> dict[str, str]:
+    # Read by the exporters' own parser, so the probe sends what the exporter will send
+    # (its log lines are redacted: `_otlp` is imported before any probe).
     raw = os.environ.get(f"OTEL_EXPORTER_OTLP_{signal}_HEADERS") or os.environ.get(
         "OTEL_EXPORTER_OTLP_HEADERS", ""
     )
-    headers: dict[str, str] = {}
-    for pair in raw.split(","):
-        name, equals, value = pair.partition("=")
-        if equals and name.strip():
-            headers[name.strip()] = unquote(value.strip())
-    return headers
+    return dict(parse_env_headers(raw, liberal=True))
 
 
 def _endpoint(signal: str) -> str:
