@@ -230,9 +230,11 @@ def _file_search(fields: Mapping[str, Any]) -> list[Message]:
 def _code_interpreter(fields: Mapping[str, Any]) -> list[Message]:
     outputs = fields.get("outputs")
     logs = [
-        str(out.get("logs"))
+        out["logs"]
         for out in outputs or ()
-        if isinstance(out, Mapping) and out.get("type") == "logs"
+        if isinstance(out, Mapping)
+        and out.get("type") == "logs"
+        and isinstance(out.get("logs"), str)
     ]
     result = "\n".join(logs) if logs else None
     return _hosted_call(fields, "code_interpreter", {"code": fields.get("code")}, result)
@@ -240,7 +242,9 @@ def _code_interpreter(fields: Mapping[str, Any]) -> list[Message]:
 
 def _mcp(fields: Mapping[str, Any]) -> list[Message]:
     output, error = fields.get("output"), fields.get("error")
-    result = output if isinstance(output, str) else (_to_json_text(error) if error else None)
+    result = _content_text(output) if output is not None else None
+    if result is None and error:
+        result = _to_json_text(error)
     return _hosted_call(fields, str(fields.get("name") or "mcp"), fields.get("arguments"), result)
 
 

@@ -324,3 +324,26 @@ def test_an_mcp_call_that_failed_gives_its_error_as_the_result() -> None:
     }
     [result] = extract_tool_results([item])
     assert result.result == {"type": "tool_execution_error", "message": "order not found"}
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        {"type": "code_interpreter_call", "id": "c", "outputs": 5},
+        {"type": "code_interpreter_call", "id": "c", "outputs": [{"type": "logs", "logs": None}]},
+        {"type": "file_search_call", "id": "f", "results": {"text": "not a list"}},
+        {"type": "file_search_call", "id": "f", "results": [1, "x", None]},
+        {"type": "shell_call_output", "call_id": "s", "output": [1, {"stdout": ["a"]}]},
+        {"type": "mcp_call", "output": 5, "error": "boom"},
+        {"type": "mcp_call"},
+        {"type": "web_search_call", "id": "w", "action": "x" * 100_000},
+    ],
+)
+def test_hosted_tool_items_of_the_wrong_shape_are_read_or_refused_by_type(item: Any) -> None:
+    try:
+        messages = coerce_messages([item])
+    except UnreadableMessageError:
+        return
+    assert all(m.content != "None" for m in messages)  # no stringified missing value
+    # Whatever was read pairs up as tool results without raising.
+    assert len(extract_tool_results([item])) == sum(m.role == "tool" for m in messages)
