@@ -169,3 +169,10 @@ def test_the_logs_probe_turns_logs_off_only_for_a_missing_endpoint(
 
 def test_an_unreachable_logs_endpoint_keeps_logs_on() -> None:
     assert _takes_logs(f"http://127.0.0.1:{free_port()}/v1/logs") is True
+
+
+@pytest.mark.parametrize("url", ["not a url", "http://[::1/v1/logs"])
+def test_a_logs_endpoint_urllib_cannot_parse_keeps_logs_on_and_does_not_stop_the_start(
+    url: str,
+) -> None:
+    assert _takes_logs(url) is True

@@ -132,7 +132,7 @@ def _key(func: Callable[..., Any]) -> object:
         func = func.func
     try:
         hash(func)
-    except TypeError:
+    except Exception:  # unhashable, or a __hash__ that raises
         return type(func)
     return func
 

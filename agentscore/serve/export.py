@@ -196,13 +196,13 @@ def _takes_logs(url: str) -> bool:
     receiver that takes logs). A trace-only backend (Phoenix) answers 404 or 405, and every
     job would then wait on disk for a log export that can never succeed; evaluations go out
     as spans only instead. Any other answer, or none, keeps the logs: an outage is not proof."""
-    request = urllib.request.Request(
-        url,
-        data=b"",
-        headers={"Content-Type": "application/x-protobuf", **_signal_headers("LOGS")},
-        method="POST",
-    )
     try:
+        request = urllib.request.Request(
+            url,
+            data=b"",
+            headers={"Content-Type": "application/x-protobuf", **_signal_headers("LOGS")},
+            method="POST",
+        )
         with urllib.request.urlopen(request, timeout=5) as reply:
             reply.read()
     except urllib.error.HTTPError as exc:
@@ -215,8 +215,8 @@ def _takes_logs(url: str) -> bool:
                 "ENDPOINT to a receiver that takes logs to get log records too",
             )
             return False
-    except (OSError, ValueError):  # unreachable, or a header urllib refuses: not proof
-        pass
+    except Exception:  # unreachable, a URL or header urllib refuses: not proof, and the
+        pass  # probe must never keep the service from starting
     return True
 
 
