@@ -15,7 +15,7 @@ from agentscore.context import ContextParams
 from agentscore.errors import ConfigurationError
 from agentscore.evals import Evals, SampledScorer
 from agentscore.judges import OpenAIJudge
-from agentscore.live.runner import Runner
+from agentscore.pipeline.runner import Runner
 from agentscore.result import ScoreStatus
 from agentscore.scorers import (
     create_faithfulness_scorer,
