@@ -105,9 +105,8 @@ class InputTooLargeError(AgentScoreError):
 
 
 class ScorerTimeoutError(AgentScoreError):
-    """A scorer run took longer than its time budget."""
-
-    transient = True
+    """A scorer run took longer than its time budget. Permanent: the budget is the user's
+    bound on a run (a judge that times out raises `JudgeTimeoutError`, which is retried)."""
 
 
 class CallbackBacklogError(AgentScoreError):

@@ -16,8 +16,8 @@ from agentscore._redact import redact, register_secret
 from agentscore.batch import run_evals_sync
 from agentscore.cli import main
 from agentscore.judges.openai import OpenAIJudge
-from agentscore.runtime.loop import background_loop
 from agentscore.run import ScorerRun
+from agentscore.runtime.loop import background_loop
 from agentscore.scorers import create_hallucination_scorer
 from agentscore.telemetry.core import Telemetry
 from agentscore.telemetry.evaluations import evaluate

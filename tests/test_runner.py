@@ -15,9 +15,9 @@ import anyio
 import pytest
 
 from agentscore.pipeline.runner import Runner, ScoreJob
-from agentscore.runtime.hooks import exit_flush_timeout
 from agentscore.result import ScoreStatus
 from agentscore.run import ScorerRun
+from agentscore.runtime.hooks import exit_flush_timeout
 from agentscore.scorers import StepParams, create_scorer
 
 
