@@ -270,6 +270,7 @@ class Scorer:
         )
         _log.warning(
             "scorer_failed",
+            transient=error.transient,
             scorer_id=self.id,
             run_id=run.run_id,
             step=params.step,

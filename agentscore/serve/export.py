@@ -178,13 +178,13 @@ def build_exporters(jsonl_path: str | Path, service_name: str = "agentscore-serv
     meter_provider: MeterProvider | None = None
     logs: _LogOutbox | None = None
     if _endpoint("TRACES"):
-        from agentscore.telemetry import _otlp
+        from agentscore.telemetry import otlp
 
-        spans = _SpanOutbox(_otlp.spans())
+        spans = _SpanOutbox(otlp.spans())
         if _endpoint("LOGS") and _takes_logs(_signal_url("LOGS", "v1/logs")):
-            logs = _LogOutbox(_otlp.logs())
+            logs = _LogOutbox(otlp.logs())
         if _endpoint("METRICS"):
-            reader = PeriodicExportingMetricReader(_otlp.metrics())
+            reader = PeriodicExportingMetricReader(otlp.metrics())
             meter_provider = MeterProvider(resource=resource, metric_readers=[reader])
         destination = "OTLP/HTTP " + _without_credentials(_endpoint("TRACES"))
     else:
@@ -247,7 +247,7 @@ def _signal_url(signal: str, path: str) -> str:
 
 def _signal_headers(signal: str) -> dict[str, str]:
     # Read by the exporters' own parser, so the probe sends what the exporter will send
-    # (its log lines are redacted: `_otlp` is imported before any probe).
+    # (its log lines are redacted: `telemetry.otlp` is imported before any probe).
     raw = os.environ.get(f"OTEL_EXPORTER_OTLP_{signal}_HEADERS") or os.environ.get(
         "OTEL_EXPORTER_OTLP_HEADERS", ""
     )

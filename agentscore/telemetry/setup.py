@@ -185,13 +185,13 @@ def _otlp_endpoint(signal: str) -> str:
 
 def _otlp_exporters() -> ModuleType:
     try:
-        from agentscore.telemetry import _otlp
+        from agentscore.telemetry import otlp
     except ImportError as exc:
         raise ConfigurationError(
             "an OTEL_EXPORTER_OTLP_* endpoint is set but the OTLP exporter is not installed: "
             "pip install 'agentscore[otlp]'"
         ) from exc
-    return _otlp
+    return otlp
 
 
 def _install_where_missing(
