@@ -323,7 +323,7 @@ def test_a_trace_whose_root_never_ends_is_read_after_the_idle_timeout() -> None:
 def test_a_full_queue_drops_and_counts_spans_without_raising() -> None:
     pipeline = Pipeline(max_queue=1)
     tracer = pipeline.provider.get_tracer("app")
-    with pipeline.processor._condition:  # hold the reader so that the queue fills
+    with pipeline.processor._spans.lock:  # hold the reader so that the queue fills
         for index in range(5):
             with tracer.start_as_current_span(f"span {index}"):
                 pass

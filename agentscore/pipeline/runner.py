@@ -13,7 +13,6 @@ from __future__ import annotations
 import threading
 import time
 import weakref
-from collections import deque
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from agentscore.result import ScoreResult, ScoreStatus
 from agentscore.run import ScorerRun
 from agentscore.runtime.hooks import after_fork_in_child, at_exit, exit_deadline, on_drain
 from agentscore.runtime.loop import BackgroundLoop, background_loop
+from agentscore.runtime.workqueue import WorkQueue
 from agentscore.scorers.base import Scorer
 from agentscore.telemetry.core import Telemetry
 from agentscore.telemetry.evaluations import record_dropped
@@ -117,13 +117,13 @@ class Runner:
         """A fresh start; also the state of a forked child, whose copy of the parent's queue
         and running jobs belongs to the parent (it scores them), and whose dispatcher did not
         survive the fork."""
-        self._lock = threading.Lock()
-        self._idle_condition = threading.Condition(self._lock)
-        self._queue: deque[ScoreJob] = deque()
-        self._submitted = self._scored = self._failed = self._dropped = self._pending = 0
-        self._delayed = 0
+        self._work: WorkQueue[ScoreJob] = WorkQueue(self.max_queue, wake=self._wake_soon)
+        if self._closed:
+            self._work.close()
+        # The queue's lock: the counts below change in step with its own.
+        self._lock = self._work.lock
+        self._submitted = self._scored = self._failed = self._dropped = self._delayed = 0
         self._started = self._stopping = False
-        self._dispatcher_idle = False
         self._wakeup: anyio.Event | None = None
         self._closing: anyio.Event | None = None  # set on shutdown: retries stop waiting
         self._drops_unlogged = 0
@@ -142,7 +142,7 @@ class Runner:
                 self._scored,
                 self._failed,
                 self._dropped,
-                self._pending,
+                self._work.unfinished,
                 self._delayed,
             )
 
@@ -151,23 +151,16 @@ class Runner:
         try:
             with self._lock:
                 self._submitted += 1
-                if self._closed or len(self._queue) >= self.max_queue:
+                refused = self._work.put(job)
+                if refused is not None:
                     self._dropped += 1
-                    reason = "shutdown" if self._closed else "queue_full"
-                else:
-                    reason = None
-                    self._queue.append(job)
-                    self._pending += 1
-                    wake, self._dispatcher_idle = self._dispatcher_idle, False
-                    start = not self._started
-                    self._started = True
-            if reason is not None:
-                self._dropped_job(job, reason)
+                start = refused is None and not self._started
+                self._started = self._started or start
+            if refused is not None:
+                self._dropped_job(job, refused.value)
                 return False
             if start:
                 self._start()
-            elif wake:
-                self._loop.call_soon(self._wake)
             return True
         except Exception as exc:  # the caller must never see scoring trouble
             _log.error("submit_failed", error_type=type(exc).__name__)
@@ -177,8 +170,7 @@ class Runner:
         """Wait until no job is queued or running; False if `timeout` (seconds) ran out first."""
         if self._loop.in_loop_thread() or _in_job.get():
             raise RuntimeError("flush() from the background loop would wait on itself")
-        with self._idle_condition:
-            return self._idle_condition.wait_for(lambda: self._pending == 0, timeout)
+        return self._work.wait_idle(timeout)
 
     async def aflush(self, timeout: float | None = None) -> bool:
         """`flush` for async callers (asyncio or trio): waits in a worker thread."""
@@ -192,6 +184,7 @@ class Runner:
         """
         with self._lock:
             self._closed = True
+            self._work.close()
             started = self._started
         if started:  # jobs waiting to retry give up now and end with their failure
             self._loop.call_soon(self._wake)
@@ -208,6 +201,9 @@ class Runner:
         # a busy loop makes the caller pay for.
         self._loop.spawn(self._dispatch)
         _started_runners.add(self)
+
+    def _wake_soon(self) -> None:
+        self._loop.call_soon(self._wake)
 
     def _wake(self) -> None:
         if self._wakeup is not None:
@@ -232,13 +228,13 @@ class Runner:
     async def _next_job(self) -> ScoreJob | None:
         """The next queued job, waiting while there is none; None once stopping."""
         while True:
-            with self._lock:
-                if self._queue:
-                    return self._queue.popleft()
-                if self._stopping:
-                    return None
-                self._dispatcher_idle = True
-                self._wakeup = wakeup = anyio.Event()
+            # The event first: a job put after `take` found none wakes this one.
+            self._wakeup = wakeup = anyio.Event()
+            taken = self._work.take(1)
+            if taken:
+                return taken[0]
+            if self._stopping:
+                return None
             await wakeup.wait()
 
     async def _execute(self, job: ScoreJob, slots: anyio.Semaphore) -> None:
@@ -260,15 +256,13 @@ class Runner:
             )
         finally:
             slots.release()
-            with self._idle_condition:
+            with self._lock:
                 # None: cancelled, or the job crashed before it had a result.
                 if result is None or result.status is ScoreStatus.FAILED:
                     self._failed += 1
                 else:
                     self._scored += 1
-                self._pending -= 1
-                if self._pending == 0:
-                    self._idle_condition.notify_all()
+                self._work.finished()
 
     async def _score_until_final(self, job: ScoreJob) -> ScoreResult:
         """Score `job`; while its judge fails for a passing reason, try again after a backoff,
