@@ -34,15 +34,15 @@ def test_join_waits_for_what_was_put_before_it_and_wait_idle_for_everything() ->
     queue: WorkQueue[int] = WorkQueue(10)
     queue.put(1)
     assert not queue.join(0.05)
-    [item] = queue.take()
-    queue.put(2)  # put after the join below starts: does not hold it
-
-    def consume() -> None:
-        time.sleep(0.05)
-        queue.finished()
-
-    threading.Thread(target=consume).start()
-    assert queue.join(5)
+    assert queue.take() == [1]
+    joined: list[bool] = []
+    joiner = threading.Thread(target=lambda: joined.append(queue.join(5)))
+    joiner.start()
+    time.sleep(0.05)
+    queue.put(2)  # put after the join started: does not hold it
+    queue.finished()
+    joiner.join(5)
+    assert joined == [True]
     assert not queue.wait_idle(0.05)  # item 2 is still queued
     queue.take()
     queue.finished()
