@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 import pytest
 from junitparser import Error, Failure, JUnitXml, Skipped
@@ -63,8 +64,14 @@ def test_junit_of_a_run_with_failures_has_one_failure_per_failing_record_and_sco
         assert [name for name, _ in outcomes["skipped"]] == ["empty"]
         assert "no_claims" in outcomes["skipped"][0][1].message
         assert len(outcomes["passed"]) == 14 and not outcomes["error"]
-    totals = JUnitXml.fromfile(str(junit))
-    assert (totals.tests, totals.failures, totals.errors, totals.skipped) == (40, 10, 0, 2)
+    root = ElementTree.parse(junit).getroot()
+    assert root.tag == "testsuites"
+    assert {key: root.get(key) for key in ("tests", "failures", "errors")} == {
+        "tests": "40",
+        "failures": "10",
+        "errors": "0",
+    }
+    assert [suite.get("skipped") for suite in root] == ["1", "1"]
 
 
 def test_judge_errors_are_junit_errors_and_text_xml_cannot_hold_is_replaced(
