@@ -4,6 +4,8 @@ up, and the circuit breaker that stops a run whose judge keeps failing."""
 from __future__ import annotations
 
 import json
+import os
+import pty
 import subprocess
 import sys
 import time
@@ -169,6 +171,36 @@ def test_progress_off_a_terminal_is_plain_lines_without_carriage_returns(tmp_pat
     assert all("records/s, ETA " in line for line in progress[:-1])
     done = [int(line.split()[1].split("/")[0]) for line in progress]
     assert done == sorted(done)
+
+
+def test_a_terminal_keeps_the_bar_with_rate_and_eta(tmp_path: Path) -> None:
+    records = [{**GROUNDED, "id": f"r{n}"} for n in range(40)]
+    data = write_jsonl(tmp_path / "runs.jsonl", records)
+    leader, follower = pty.openpty()
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "agentscore.cli", "eval", str(data), "--concurrency", "1"],
+            env=offline_env(),
+            stdout=subprocess.PIPE,
+            stderr=follower,
+        )
+        os.close(follower)
+        seen = b""
+        while chunk := _read_pty(leader):
+            seen += chunk
+        assert process.wait(timeout=60) == 0
+    finally:
+        os.close(leader)
+    text = seen.decode()
+    assert "\rscoring [" in text
+    assert "] 40/40 " in text and "records/s, took " in text
+
+
+def _read_pty(fd: int) -> bytes:
+    try:
+        return os.read(fd, 4096)
+    except OSError:  # the child closed its end
+        return b""
 
 
 def test_an_unreachable_judge_stops_a_2000_record_run_fast_and_quietly(tmp_path: Path) -> None:
