@@ -64,7 +64,7 @@ def case_outcome(row: Mapping[str, Any], scorer_id: str) -> str:
         return "error"
     entry = row.get("scores", {}).get(scorer_id)
     if entry is None:
-        return "error"
+        return "skipped"  # a line of a resumed file written when this scorer was not chosen
     status = entry.get("status")
     if status == "failed":
         return "error"

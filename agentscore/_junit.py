@@ -74,8 +74,12 @@ def _add_case(
         element.text = _xml(describe_failure(scorer_id, score, entry.get("reason"), claims))
     elif outcome == "skipped":
         counts["skipped"] += 1
-        reason = entry.get("reason") or "nothing to judge"
-        ET.SubElement(case, "skipped", message=_xml(f"{entry.get('status')}: {reason}"))
+        message = (
+            f"{entry.get('status')}: {entry.get('reason') or 'nothing to judge'}"
+            if entry
+            else f"not scored: this record's results line has no {scorer_id} score"
+        )
+        ET.SubElement(case, "skipped", message=_xml(message))
 
 
 def _xml(text: str) -> str:

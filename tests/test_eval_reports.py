@@ -76,6 +76,18 @@ def test_junit_of_a_run_with_failures_has_one_failure_per_failing_record_and_sco
     assert [suite.get("skipped") for suite in root] == ["1", "1"]
 
 
+def test_a_resumed_file_without_a_scorer_is_skipped_for_it(tmp_path: Path) -> None:
+    data = write_jsonl(tmp_path / "runs.jsonl", [GROUNDED, WRONG])
+    out, junit = tmp_path / "results.jsonl", tmp_path / "report.xml"
+    assert main(["eval", str(data), "--out", str(out), "--scorer", "faithfulness"]) == 0
+    assert main(["eval", str(data), "--out", str(out), "--junit", str(junit)]) == 0
+    suites = cases_by_outcome(junit)
+    assert [name for name, _ in suites["faithfulness"]["failure"]] == ["wrong"]
+    skipped = dict(suites["hallucination"]["skipped"])
+    assert sorted(skipped) == ["grounded", "wrong"]
+    assert "results line has no hallucination score" in skipped["wrong"].message
+
+
 def test_judge_errors_are_junit_errors_and_text_xml_cannot_hold_is_replaced(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
