@@ -67,7 +67,9 @@ def test_eval_command_keeps_the_key_out_of_results_file_and_output(
     assert "[REDACTED]" in row["scores"]["faithfulness"]["error"]["message"]
     assert GROQ_KEY not in out.read_text()
     assert GROQ_KEY not in captured.out + captured.err
-    assert "scorer_failed" in captured.out + captured.err
+    # Failures are summed up per error type, with a (redacted) example.
+    assert "2 failed with JudgeAuthError (first: a faithfulness: " in captured.err
+    assert "[REDACTED]" in captured.err
 
 
 def test_agent_target_error_in_run_evals_is_redacted() -> None:
