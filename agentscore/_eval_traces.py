@@ -45,7 +45,9 @@ def read_trace_items(path: Path) -> tuple[list[dict[str, Any]], list[tuple[int, 
         if run.read_error is not None:
             malformed.append((0, f"generation {run.run_id}: {run.read_error}"))
             continue
-        items.append({"id": run.run_id, "input": run.input, "output": run.output})
+        items.append(
+            {"id": run.run_id, "input": run.input, "output": run.output, "documents": run.documents}
+        )
     return items, malformed
 
 
