@@ -27,7 +27,10 @@ __all__ = ["ClaimScorerOptions", "build_claim_scorer", "compose_reason", "scaled
 
 MAX_OUTPUT_CHARS = 50_000
 MAX_CONTEXT_CHARS = 400_000
-_QUOTE_CHARS = 100
+# Enough to be read alone: a claim is a sentence, and a reason names the evidence it rests
+# on (a field and its value, or a sentence of up to 160 characters) after saying why.
+_CLAIM_CHARS = 200
+_REASON_CHARS = 320
 _QUOTES_PER_GROUP = 3
 
 
@@ -463,8 +466,14 @@ def _quote(items: Sequence[VerdictItem]) -> str:
 
 
 def _quote_one(item: VerdictItem) -> str:
-    claim = item.claim if len(item.claim) <= _QUOTE_CHARS else item.claim[:_QUOTE_CHARS] + "…"
-    reason = item.reason.strip()
-    if len(reason) > _QUOTE_CHARS:
-        reason = reason[:_QUOTE_CHARS] + "…"
+    claim = _clip(item.claim.strip(), _CLAIM_CHARS)
+    reason = _clip(item.reason.strip(), _REASON_CHARS)
     return f'"{claim}" ({reason})' if reason else f'"{claim}"'
+
+
+def _clip(text: str, limit: int) -> str:
+    """`text` cut at the last word boundary within `limit`, never inside a word."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(" ", 1)[0] if " " in text[:limit] else text[:limit]
+    return cut.rstrip(" ,;:") + "…"
