@@ -467,7 +467,8 @@ def _quote(items: Sequence[VerdictItem]) -> str:
 
 def _quote_one(item: VerdictItem) -> str:
     claim = _clip(item.claim.strip(), _CLAIM_CHARS)
-    reason = _clip(item.reason.strip(), _REASON_CHARS)
+    # Its own full stop would stand before the group's: `(... UPS").).`
+    reason = _clip(item.reason.strip().removesuffix("."), _REASON_CHARS)
     return f'"{claim}" ({reason})' if reason else f'"{claim}"'
 
 
