@@ -167,3 +167,13 @@ def test_a_judge_that_is_never_needed_is_never_called_for_runs_without_context()
     scorer = create_faithfulness_scorer(OpenAIJudge("judge", client=endpoint.client()))
     scorer.run_sync(ScorerRun(input="Where?", output=ANSWER))
     assert endpoint.requests == []
+
+
+def test_a_deepeval_case_without_retrieval_context_has_no_score_and_says_why() -> None:
+    from agentscore.compat.deepeval import FaithfulnessMetric, LLMTestCase
+
+    metric = FaithfulnessMetric(model="local")
+    assert metric.measure(LLMTestCase(input="Where?", actual_output=ANSWER)) is None
+    assert (metric.score, metric.success, metric.error) == (None, None, None)
+    assert metric.reason == "Not scored: there is no context to check the output against."
+    assert metric.result is not None and metric.result.status is ScoreStatus.NO_CONTEXT

@@ -69,7 +69,7 @@ class Score:
 
 NO_CONTEXT_REASON = "Not scored: there is no context to check the output against."
 # Logged once per scorer, not per run: a scorer without context lacks it on every run.
-NO_CONTEXT_HINT = (
+_NO_CONTEXT_HINT = (
     "give it context: context=[...] or get_context=... on the scorer, tool results in the "
     "run's output, or retrieved documents (Evals.submit(documents=...), or retriever spans "
     "in the trace)"
@@ -256,7 +256,7 @@ class Scorer:
                 "scorer_has_no_context",
                 scorer_id=self.id,
                 run_id=params.run.run_id,
-                hint=NO_CONTEXT_HINT,
+                hint=_NO_CONTEXT_HINT,
             )
         return ScoreResult(
             **self._identity(params.run),
