@@ -196,6 +196,32 @@ def test_unreadable_retrieval_documents_fail_the_run_loudly() -> None:
     assert "gen_ai.retrieval.documents" in score.error.message
 
 
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (genai_documents("A.", "B."), ["A.", "B."]),  # a JSON string, as the Python SDK must
+        (({"id": "a", "content": "A."}, {"id": "b", "score": 0.1}), ["A."]),  # OTLP kvlists
+        (json.dumps(["A.", "", 7]), ["A."]),  # bare texts; blanks and non-text left out
+        (json.dumps([{"id": "a", "score": 0.9}]), []),  # ids only: content not captured
+    ],
+)
+def test_genai_retrieval_documents_in_each_recorded_form(value: Any, expected: list[str]) -> None:
+    from agentscore.spans import retrieved_documents
+
+    attributes = {"gen_ai.operation.name": "retrieval", "gen_ai.retrieval.documents": value}
+    assert retrieved_documents(SpanRecord(1, 2, None, "retrieval", attributes)) == expected
+
+
+@pytest.mark.parametrize("value", ["not json", json.dumps({"content": "A."}), "7"])
+def test_genai_retrieval_documents_of_another_shape_are_unreadable(value: str) -> None:
+    from agentscore.errors import UnreadableMessageError
+    from agentscore.spans import retrieved_documents
+
+    attributes = {"gen_ai.operation.name": "retrieval", "gen_ai.retrieval.documents": value}
+    with pytest.raises(UnreadableMessageError, match="not a JSON list of documents"):
+        retrieved_documents(SpanRecord(1, 2, None, "retrieval", attributes))
+
+
 def _record(span_id: int, parent: int | None, end: int, **attributes: Any) -> SpanRecord:
     return SpanRecord(1, span_id, parent, f"span {span_id}", attributes, end_time=end)
 
