@@ -241,6 +241,14 @@ def test_evaluations_go_through_the_provider_the_processor_is_attached_to(otel: 
     assert not [s for s in otel.spans.get_finished_spans() if s.name.startswith("evaluation")]
 
 
+def test_a_span_of_another_sdk_leaves_evaluations_on_the_global_provider() -> None:
+    from opentelemetry.trace import INVALID_SPAN
+
+    pipeline = Pipeline(telemetry=None)
+    pipeline.processor.on_start(INVALID_SPAN)  # type: ignore[arg-type]
+    assert pipeline.processor._telemetry is None
+
+
 def test_evals_telemetry_wins_over_the_provider_the_processor_is_attached_to() -> None:
     elsewhere = InMemorySpanExporter()
     named = TracerProvider()
