@@ -13,8 +13,11 @@ The rule (docs/howto.md states it for users):
   trace whose root never comes, after `idle_timeout` seconds without a new span).
 - Spans of an evaluation (agentscore's own scoring, and its judge calls) are never read.
 
-Tool results come from the messages, else from the tool spans beneath the generation. The
-assembler is single-threaded and holds no clock; its owner feeds it and says what time it is.
+Tool results come from the messages, else from the tool spans beneath the generation.
+Retrieved documents (OpenInference RETRIEVER spans, GenAI `retrieval` spans) come from every
+retrieval span of the trace that ended before the generation did: a RAG chain's retriever is
+usually the model call's sibling, not its child. The assembler is single-threaded and holds
+no clock; its owner feeds it and says what time it is.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from agentscore.run import ScorerRun
 from agentscore.spans.reading import (
     Conversation,
     SpanRole,
+    retrieved_documents,
     span_conversation,
     span_role,
     tool_exchange,
@@ -50,6 +54,8 @@ class _Trace:
     children: dict[int, list[int]] = field(default_factory=dict)
     spans: dict[int, tuple[SpanRole, SpanRecord]] = field(default_factory=dict)
     evaluations: set[int] = field(default_factory=set)
+    # Kept until the trace closes: every later generation of the trace may draw on them.
+    retrievals: list[SpanRecord] = field(default_factory=list)
 
 
 class TraceAssembler:
@@ -130,6 +136,9 @@ def _add_span(trace: _Trace, span: SpanRecord) -> list[ScorerRun]:
         return []
     if role is None:
         return []
+    if role == "retrieval":
+        trace.retrievals.append(span)
+        return []
     trace.spans[span.span_id] = (role, span)
     if role != "agent":
         return []
@@ -144,7 +153,7 @@ def _add_span(trace: _Trace, span: SpanRecord) -> list[ScorerRun]:
         )
     if not owned_llms and _carries_no_messages(span):
         return []  # a wrapper around other agents
-    return [generation_run(span, owned_llms, owned_tools)]
+    return [generation_run(span, owned_llms, owned_tools, _retrieved_before(trace, span))]
 
 
 def _standalone_generations(trace: _Trace) -> list[ScorerRun]:
@@ -158,9 +167,13 @@ def _standalone_generations(trace: _Trace) -> list[ScorerRun]:
             runs.append(_unreadable_run(span, str(exc)))
             continue
         if conversation is not None and conversation.output and conversation.is_final:
-            runs.append(generation_run(span, [span], []))
+            runs.append(generation_run(span, [span], [], _retrieved_before(trace, span)))
     trace.spans.clear()
     return runs
+
+
+def _retrieved_before(trace: _Trace, span: SpanRecord) -> list[SpanRecord]:
+    return [r for r in trace.retrievals if r.end_time <= span.end_time]
 
 
 def _carries_no_messages(span: SpanRecord) -> bool:
@@ -171,11 +184,16 @@ def _carries_no_messages(span: SpanRecord) -> bool:
 
 
 def generation_run(
-    span: SpanRecord, llm_spans: list[SpanRecord], tool_spans: list[SpanRecord]
+    span: SpanRecord,
+    llm_spans: list[SpanRecord],
+    tool_spans: list[SpanRecord],
+    retrieval_spans: list[SpanRecord] | None = None,
 ) -> ScorerRun:
-    """The run to score for generation `span`, with the model and tool spans it owns."""
+    """The run to score for generation `span`, with the model and tool spans it owns and the
+    retrieval spans whose documents are its context."""
     try:
         messages = _generation_messages(span, llm_spans, tool_spans)
+        documents = _documents(retrieval_spans or [])
     except UnreadableMessageError as exc:
         return _unreadable_run(span, str(exc))
     if messages is None:
@@ -191,8 +209,17 @@ def generation_run(
         **_identity(span, llm_spans),
         input=messages[: split + 1],
         output=messages[split + 1 :],
+        documents=documents,
         read_error=None,
     )
+
+
+def _documents(retrieval_spans: list[SpanRecord]) -> list[str]:
+    """Each document once, in the order the retrievals ended."""
+    found: dict[str, None] = {}
+    for retrieval in sorted(retrieval_spans, key=lambda s: s.end_time):
+        found.update(dict.fromkeys(retrieved_documents(retrieval)))
+    return list(found)
 
 
 def _generation_messages(
@@ -258,7 +285,9 @@ def _identity(span: SpanRecord, llm_spans: list[SpanRecord]) -> dict[str, Any]:
 
 
 def _unreadable_run(span: SpanRecord, error: str) -> ScorerRun:
-    return ScorerRun.model_construct(**_identity(span, []), input=[], output=[], read_error=error)
+    return ScorerRun.model_construct(
+        **_identity(span, []), input=[], output=[], documents=[], read_error=error
+    )
 
 
 def _descendants(trace: _Trace, span_id: int) -> list[int]:
