@@ -36,6 +36,21 @@ def add_serve_command(commands: Any) -> None:
         help="also pass every received request on unchanged to this OTLP/HTTP traces URL",
     )
     serve.add_argument(
+        "--ingest-token-file",
+        metavar="PATH",
+        help="file holding the bearer token ingest requests must carry "
+        "(or set AGENTSCORE_INGEST_TOKEN)",
+    )
+    serve.add_argument("--ssl-certfile", metavar="PATH", help="serve HTTPS with this certificate")
+    serve.add_argument("--ssl-keyfile", metavar="PATH", help="the certificate's private key")
+    serve.add_argument(
+        "--header-timeout", type=float, default=10.0, help="seconds to send headers (408)"
+    )
+    serve.add_argument(
+        "--body-timeout", type=float, default=30.0, help="seconds to send the body (408)"
+    )
+    serve.add_argument("--max-connections", type=int, default=1000, help="open connections at most")
+    serve.add_argument(
         "--jsonl",
         default="agentscore-evaluations.jsonl",
         help="where evaluations go when no OTEL_EXPORTER_OTLP_* endpoint is set",
@@ -62,6 +77,12 @@ def serve_command(args: argparse.Namespace) -> int:
                 synchronous=args.synchronous,
                 jsonl=args.jsonl,
                 forward=args.forward,
+                ingest_token_file=args.ingest_token_file,
+                ssl_certfile=args.ssl_certfile,
+                ssl_keyfile=args.ssl_keyfile,
+                header_timeout=args.header_timeout,
+                body_timeout=args.body_timeout,
+                max_connections=args.max_connections,
             )
         )
     except (ConfigurationError, ImportError, AttributeError) as exc:
