@@ -9,6 +9,7 @@ import os
 import resource as rlimit
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -52,7 +53,7 @@ class ServeProcess:
     process: subprocess.Popen[bytes]
     url: str
     log: Path
-    verify: str | bool = True  # the CA file of a service started with --ssl-certfile
+    verify: ssl.SSLContext | bool = True  # trusts the certificate of --ssl-certfile
 
     def health(self) -> dict[str, Any]:
         return dict(httpx.get(f"{self.url}/healthz", timeout=5, verify=self.verify).json())
@@ -112,7 +113,9 @@ def start_serve(
         process,
         f"{'https' if tls else 'http'}://127.0.0.1:{port}",
         log,
-        verify=args[args.index("--ssl-certfile") + 1] if tls else True,
+        verify=ssl.create_default_context(cafile=args[args.index("--ssl-certfile") + 1])
+        if tls
+        else True,
     )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:

@@ -18,11 +18,16 @@ from typing import Any
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-__all__ = ["FILES_RESERVED", "guarded_protocol", "raise_file_limit"]
+__all__ = ["connection_limits", "guarded_protocol"]
 
 # Descriptors the service needs besides client connections: SQLite (database, WAL, shm),
 # the listening socket, exporters' and the judge's connections, log files.
-FILES_RESERVED = 64
+_FILES_RESERVED = 64
+# asyncio accepts up to `backlog` sockets a loop tick before their protocols run (and the
+# ones those evict close a tick later), so for a moment the open sockets can exceed the cap
+# by a few backlogs. That must fit the descriptor limit: asyncio's accept loop retries every
+# EMFILE in a burst, one logged traceback each, and fresh clients wait meanwhile.
+_BACKLOGS_IN_FLIGHT = 3
 
 _TIMED_OUT = b"HTTP/1.1 408 Request Timeout\r\nconnection: close\r\ncontent-length: 0\r\n\r\n"
 _EVICTED = (
@@ -31,8 +36,19 @@ _EVICTED = (
 )
 
 
-def raise_file_limit(wanted: int) -> int:
-    """Raise the soft descriptor limit towards `wanted` (up to the hard limit); the result."""
+def connection_limits(max_connections: int) -> tuple[int, int]:
+    """(connections, listen backlog) that fit the descriptor limit, raised first if it can be;
+    fewer connections than asked when it cannot."""
+    backlog = min(max(max_connections // 8, 16), 2048)
+    files = _raise_file_limit(max_connections + _FILES_RESERVED + _BACKLOGS_IN_FLIGHT * backlog)
+    room = files - _FILES_RESERVED
+    if room < max_connections + _BACKLOGS_IN_FLIGHT * backlog:
+        backlog = max(16, min(backlog, room // 8))
+        max_connections = max(1, room - _BACKLOGS_IN_FLIGHT * backlog)
+    return max_connections, backlog
+
+
+def _raise_file_limit(wanted: int) -> int:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft != resource.RLIM_INFINITY and soft < wanted:
         target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
@@ -82,9 +98,11 @@ def guarded_protocol(*, max_connections: int, header_timeout: float) -> type[H11
                 self._close_with(_TIMED_OUT)
 
         def _owes_bytes(self) -> bool:
-            # Still sending its request (headers or body) and not being answered yet.
-            return self.conn.their_state in (h11.IDLE, h11.SEND_BODY) and (
-                self.conn.our_state in (h11.IDLE, h11.SEND_RESPONSE)
+            # Still sending its request (headers or body), not answered, not already closing.
+            return (
+                self.conn.their_state in (h11.IDLE, h11.SEND_BODY)
+                and self.conn.our_state in (h11.IDLE, h11.SEND_RESPONSE)
+                and not self.transport.is_closing()
             )
 
         def _close_with(self, reply: bytes) -> None:

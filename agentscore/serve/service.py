@@ -21,7 +21,7 @@ from agentscore.scorers.base import Scorer
 from agentscore.serve.app import ServeApp
 from agentscore.serve.auth import load_ingest_token
 from agentscore.serve.budget import JudgeBudget
-from agentscore.serve.connections import FILES_RESERVED, guarded_protocol, raise_file_limit
+from agentscore.serve.connections import connection_limits, guarded_protocol
 from agentscore.serve.export import build_exporters
 from agentscore.serve.forward import forward_headers
 from agentscore.serve.ingest import Ingestor
@@ -137,10 +137,13 @@ def run_service(options: ServeOptions) -> int:
             hint="anyone who reaches the port can make the service call the judge; "
             "set AGENTSCORE_INGEST_TOKEN or --ingest-token-file",
         )
-    files = raise_file_limit(options.max_connections + FILES_RESERVED)
-    max_connections = min(options.max_connections, max(files - FILES_RESERVED, 1))
+    max_connections, backlog = connection_limits(options.max_connections)
     if max_connections < options.max_connections:
-        _log.warning("serve_connections_capped", max_connections=max_connections, files=files)
+        _log.warning(
+            "serve_connections_capped",
+            max_connections=max_connections,
+            hint="the file descriptor limit (ulimit -n) is too low for --max-connections",
+        )
     config = uvicorn.Config(
         app,
         host=options.host,
@@ -153,6 +156,7 @@ def run_service(options: ServeOptions) -> int:
         ),
         ssl_certfile=options.ssl_certfile,
         ssl_keyfile=options.ssl_keyfile,
+        backlog=backlog,
     )
     _DrainingServer(config, app, options.drain_timeout).run()
     return 0
