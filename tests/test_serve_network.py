@@ -4,6 +4,7 @@ app's folder. The service is a real subprocess; clients are real sockets and exp
 
 from __future__ import annotations
 
+import json
 import resource
 import shutil
 import socket
@@ -14,8 +15,11 @@ from pathlib import Path
 
 import httpx
 import pytest
+from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-from opentelemetry.sdk.trace.export import SpanExportResult
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from tests.http_collector import http_collector
 from tests.raw_http import RawReply, raw_http_server
@@ -293,3 +297,57 @@ def test_scorers_are_imported_from_the_current_directory(tmp_path: Path) -> None
         finally:
             serve.kill()
     assert attribute(evaluation_spans(receiver)[0], "gen_ai.evaluation.name") == "faithfulness"
+
+
+def _open_trace_spans(count: int, size: int) -> list[ReadableSpan]:
+    """A model call of about `size` bytes per trace, each under a root still running."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("app")
+    for index in range(count):
+        root = tracer.start_span(f"request {index}")  # never ended: the trace stays open
+        with (
+            trace.use_span(root),
+            tracer.start_as_current_span(
+                "chat gpt-x",
+                attributes={
+                    "gen_ai.operation.name": "chat",
+                    "gen_ai.input.messages": json.dumps([{"role": "user", "content": "Hi"}]),
+                    "gen_ai.output.messages": json.dumps(
+                        [{"role": "assistant", "content": "x" * size}]
+                    ),
+                },
+            ),
+        ):
+            pass
+    return list(exporter.get_finished_spans())
+
+
+def test_open_traces_past_the_byte_budget_get_503_and_nothing_of_them_is_kept(
+    tmp_path: Path,
+) -> None:
+    bodies = [protobuf_request([span]) for span in _open_trace_spans(30, 100_000)]
+    too_big_body = protobuf_request(_open_trace_spans(3, 400_000))
+    options = ("--max-open-trace-bytes", "1MiB", "--idle-timeout", "2")
+    with (
+        http_collector() as receiver,
+        serving(tmp_path, receiver.url, *options) as serve,
+        httpx.Client(base_url=serve.url, headers=PROTOBUF) as client,
+    ):
+        replies = [client.post("/v1/traces", content=body) for body in bodies]
+        full = serve.health()
+        too_big = client.post("/v1/traces", content=too_big_body)
+        # Idle traces close (their model calls become jobs) and make room again.
+        wait_for(lambda: serve.health()["open_trace_bytes"] == 0, what="the idle timeout")
+        again = client.post("/v1/traces", content=bodies[-1])
+        health = serve.health()
+    statuses = [reply.status_code for reply in replies]
+    accepted = statuses.count(200)
+    assert 5 <= accepted <= 10 and statuses == [200] * accepted + [503] * (30 - accepted)
+    assert all(reply.headers["Retry-After"] == "5" for reply in replies[accepted:])
+    assert full["open_trace_bytes"] <= 2**20
+    assert full["spans_received"] == accepted  # the refused were not kept
+    assert too_big.status_code == 413, too_big.text
+    assert again.status_code == 200
+    assert health["generations_found"] == accepted  # nothing accepted was lost

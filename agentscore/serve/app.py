@@ -18,7 +18,7 @@ import structlog
 
 from agentscore.serve.auth import bearer_allowed
 from agentscore.serve.forward import ForwardError, forward
-from agentscore.serve.ingest import Ingestor
+from agentscore.serve.ingest import Ingestor, OverBudget
 from agentscore.serve.otlp import OtlpDecodeError, decode_traces, success_response
 from agentscore.serve.queue import SqliteQueue
 from agentscore.serve.stats import ServiceStats
@@ -98,7 +98,7 @@ class ServeApp:
         elif path == "/healthz" and method == "GET":
             await _reply(send, 200, self._health())
         elif path == "/readyz" and method == "GET":
-            ready = not self.draining and self._queue.depth < self.max_queue
+            ready = self._refusal() is None
             await _reply(send, 200 if ready else 503, {"ready": ready})
         else:
             await _reply(send, 404, {"error": f"no route {method} {path}"})
@@ -108,9 +108,9 @@ class ServeApp:
             self._stats.add("requests_unauthorized")
             await _reply(send, 401, {"error": "missing or wrong bearer token"}, unread=True)
             return
-        if self.draining or self._queue.depth >= self.max_queue:
+        reason = self._refusal()
+        if reason is not None:
             self._stats.add("requests_rejected")
-            reason = "draining" if self.draining else "queue full"
             await _reply(send, 503, {"error": reason}, retry_after=self._retry_after, unread=True)
             return
         headers = _text_headers(scope)
@@ -139,6 +139,7 @@ class ServeApp:
         try:
             spans = decode_traces(body, content_type, encoding, max_size=self._max_body)
             if self._forward_to is not None:
+                await anyio.to_thread.run_sync(self._ingestor.check_room, spans)
                 await anyio.to_thread.run_sync(
                     forward,
                     self._forward_to,
@@ -151,6 +152,14 @@ class ServeApp:
         except OtlpDecodeError as exc:
             await _reply(send, 400, {"error": str(exc)})
             return
+        except OverBudget as exc:
+            if exc.never:
+                await _reply(send, 413, {"error": str(exc)})
+                return
+            self._stats.add("requests_rejected")
+            error = {"error": "open traces full"}
+            await _reply(send, 503, error, retry_after=self._retry_after)
+            return
         except ForwardError as exc:
             self._stats.add("forward_failures")
             await _reply(send, 503, {"error": str(exc)}, retry_after=self._retry_after)
@@ -162,11 +171,22 @@ class ServeApp:
         payload, media = success_response(content_type)
         await _send(send, 200, payload, media)
 
+    def _refusal(self) -> str | None:
+        """Why a request would be refused unread now, if it would."""
+        if self.draining:
+            return "draining"
+        if self._queue.depth >= self.max_queue:
+            return "queue full"
+        if self._ingestor.open_trace_bytes >= self._ingestor.max_open_bytes:
+            return "open traces full"
+        return None
+
     def _health(self) -> dict[str, Any]:
         return {
             "status": "draining" if self.draining else "ok",
             "queue_depth": self._queue.depth,
             "pending_jobs": self._queue.pending_jobs,
+            "open_trace_bytes": self._ingestor.open_trace_bytes,
             **self._stats.snapshot(),
         }
 

@@ -24,7 +24,7 @@ from agentscore.serve.budget import JudgeBudget
 from agentscore.serve.connections import connection_limits, guarded_protocol
 from agentscore.serve.export import build_exporters
 from agentscore.serve.forward import forward_headers
-from agentscore.serve.ingest import Ingestor
+from agentscore.serve.ingest import DEFAULT_MAX_OPEN_BYTES, Ingestor
 from agentscore.serve.queue import SqliteQueue, Synchronous
 from agentscore.serve.stats import ServiceStats
 from agentscore.serve.worker import ScoringWorker
@@ -56,6 +56,7 @@ class ServeOptions:
     header_timeout: float = 10.0
     body_timeout: float = 30.0
     max_connections: int = 1000
+    max_open_trace_bytes: int = DEFAULT_MAX_OPEN_BYTES
 
 
 def load_evals(spec: str) -> Evals:
@@ -88,7 +89,13 @@ def build_service(options: ServeOptions, evals: Evals) -> ServeApp:
     stats = ServiceStats(
         exporters.meter_provider, depth=lambda: queue.depth, oldest_age=queue.oldest_job_age
     )
-    ingestor = Ingestor(queue, evals, stats, idle_timeout=options.idle_timeout)
+    ingestor = Ingestor(
+        queue,
+        evals,
+        stats,
+        idle_timeout=options.idle_timeout,
+        max_open_bytes=options.max_open_trace_bytes,
+    )
     worker = ScoringWorker(
         queue,
         ingestor,
