@@ -108,7 +108,7 @@ class ServeApp:
             self._stats.add("requests_unauthorized")
             await _reply(send, 401, {"error": "missing or wrong bearer token"}, unread=True)
             return
-        reason = self._refusal()
+        reason = self._refusal(_content_length(scope))
         if reason is not None:
             self._stats.add("requests_rejected")
             await _reply(send, 503, {"error": reason}, retry_after=self._retry_after, unread=True)
@@ -171,14 +171,18 @@ class ServeApp:
         payload, media = success_response(content_type)
         await _send(send, 200, payload, media)
 
-    def _refusal(self) -> str | None:
-        """Why a request would be refused unread now, if it would."""
+    def _refusal(self, incoming: int = 0) -> str | None:
+        """Why a request of `incoming` bytes would be refused unread now, if it would. (Its
+        declared size stands for what it would hold: reading and decoding requests that
+        cannot fit costs memory that the allocator does not give back.)"""
         if self.draining:
             return "draining"
         if self._queue.depth >= self.max_queue:
             return "queue full"
-        if self._ingestor.open_trace_bytes >= self._ingestor.max_open_bytes:
-            return "open traces full"
+        budget = self._ingestor.open_bytes_limit
+        held = self._ingestor.open_trace_bytes
+        if held >= budget or (incoming <= budget and held + incoming > budget):
+            return "open traces full"  # one larger than the whole budget is read, to get 413
         return None
 
     def _health(self) -> dict[str, Any]:
@@ -203,6 +207,13 @@ def _authorization(scope: Scope) -> bytes | None:
     """The one Authorization value; two are as good as none (which one would count?)."""
     values = [value for key, value in scope["headers"] if key.lower() == b"authorization"]
     return values[0] if len(values) == 1 else None
+
+
+def _content_length(scope: Scope) -> int:
+    for key, value in scope["headers"]:
+        if key.lower() == b"content-length" and value.isdigit():
+            return int(value)
+    return 0
 
 
 def _text_headers(scope: Scope) -> dict[str, str] | None:
