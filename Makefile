@@ -20,6 +20,7 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check agentscore tests benchmarks examples
 	$(BIN)/ruff format --check agentscore tests benchmarks examples
+	$(BIN)/python -m tests.import_rules
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
