@@ -241,6 +241,7 @@ def _dump_record(span: SpanRecord) -> str:
         ],
         separators=(",", ":"),
         default=str,
+        ensure_ascii=False,  # UTF-8, not six bytes a character: the byte budget counts on it
     )
 
 
