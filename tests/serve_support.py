@@ -51,6 +51,7 @@ class ServeProcess:
     process: subprocess.Popen[bytes]
     url: str
     log: Path
+    grpc_target: str  # host:port of OTLP/gRPC ingest ("" when turned off)
 
     def health(self) -> dict[str, Any]:
         return dict(httpx.get(f"{self.url}/healthz", timeout=5).json())
@@ -80,6 +81,9 @@ def start_serve(
     """`otel` replaces the default OTEL_* settings (every signal to `receiver`); `env` adds
     other variables."""
     port = port or free_port()
+    # Never the default 4317: tests (and other services on the machine) run side by side.
+    grpc_port = "" if "--grpc-port" in args else str(free_port())
+    grpc = ("--grpc-port", grpc_port) if grpc_port else ()
     extra = env or {}
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     env.update(otel or {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver})
@@ -93,11 +97,13 @@ def start_serve(
     command = [
         *(sys.executable, "-m", "agentscore.cli", "serve"),
         *("--scorers", "tests.serve_scorers:evals", "--port", str(port)),
-        *("--queue", str(tmp_path / "queue.db"), *args),
+        *("--queue", str(tmp_path / "queue.db"), *grpc, *args),
     ]
     with log.open("ab") as out:
         process = subprocess.Popen(command, env=env, cwd=tmp_path, stdout=out, stderr=out)
-    serve = ServeProcess(process, f"http://127.0.0.1:{port}", log)
+    serve = ServeProcess(
+        process, f"http://127.0.0.1:{port}", log, f"127.0.0.1:{grpc_port}" if grpc_port else ""
+    )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if process.poll() is not None:

@@ -90,9 +90,8 @@ class ServeApp:
             await _reply(send, 404, {"error": f"no route {method} {path}"})
 
     async def _traces(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.draining or self._queue.depth >= self.max_queue:
-            self._stats.add("requests_rejected")
-            reason = "draining" if self.draining else "queue full"
+        reason = self.refusal()
+        if reason is not None:
             await _reply(send, 503, {"error": reason}, retry_after=self._retry_after)
             return
         body = await _read_body(receive, self._max_body)
@@ -103,17 +102,7 @@ class ServeApp:
         content_type = headers.get("content-type", "application/x-protobuf")
         encoding = headers.get("content-encoding", "")
         try:
-            spans = decode_traces(body, content_type, encoding, max_size=self._max_body)
-            if self._forward_to is not None:
-                await anyio.to_thread.run_sync(
-                    forward,
-                    self._forward_to,
-                    body,
-                    content_type,
-                    encoding,
-                    self._forward_headers,
-                )
-            await anyio.to_thread.run_sync(self._ingestor.ingest, spans)
+            await anyio.to_thread.run_sync(self.take, body, content_type, encoding)
         except OtlpDecodeError as exc:
             await _reply(send, 400, {"error": str(exc)})
             return
@@ -127,6 +116,23 @@ class ServeApp:
             return
         payload, media = success_response(content_type)
         await _send(send, 200, payload, media)
+
+    def refusal(self) -> str | None:
+        """Why a request must be refused for now (counted), or None to take it."""
+        if not self.draining and self._queue.depth < self.max_queue:
+            return None
+        self._stats.add("requests_rejected")
+        return "draining" if self.draining else "queue full"
+
+    def take(self, body: bytes, content_type: str, encoding: str) -> None:
+        """Read one OTLP trace export, forward it, and commit its generations to disk; any
+        transport (OTLP/HTTP here, OTLP/gRPC in `grpc_ingest`) answers OK only after this
+        returns. Raises OtlpDecodeError (never worth a retry), ForwardError, or what the disk
+        raised."""
+        spans = decode_traces(body, content_type, encoding, max_size=self._max_body)
+        if self._forward_to is not None:
+            forward(self._forward_to, body, content_type, encoding, self._forward_headers)
+        self._ingestor.ingest(spans)
 
     def _health(self) -> dict[str, Any]:
         return {

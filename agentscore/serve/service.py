@@ -14,6 +14,7 @@ from agentscore.errors import ConfigurationError
 from agentscore.evals import Evals
 from agentscore.scorers.base import Scorer
 from agentscore.serve.app import ServeApp
+from agentscore.serve.auth import load_ingest_token
 from agentscore.serve.budget import JudgeBudget
 from agentscore.serve.export import build_exporters
 from agentscore.serve.forward import forward_headers
@@ -32,6 +33,7 @@ class ServeOptions:
     scorers: str
     host: str = "127.0.0.1"
     port: int = 4318
+    grpc_port: int | None = 4317  # None: OTLP/HTTP only
     queue: str = "agentscore-queue.db"
     max_queue: int = 100_000
     concurrency: int = 16
@@ -43,6 +45,7 @@ class ServeOptions:
     synchronous: Synchronous = "FULL"
     jsonl: str = "agentscore-evaluations.jsonl"
     forward: str | None = None
+    capture_content: bool = False  # else OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT
 
 
 def load_evals(spec: str) -> Evals:
@@ -82,25 +85,45 @@ def build_service(options: ServeOptions, evals: Evals) -> ServeApp:
         budget=JudgeBudget(options.requests_per_minute, options.tokens_per_minute),
         concurrency=options.concurrency,
         max_age=options.max_age,
+        capture_content=options.capture_content,
     )
+    grpc: GrpcIngest | None = None
+
+    def startup() -> None:
+        worker.start()
+        if grpc is not None:
+            grpc.start()
 
     def shutdown() -> None:
         worker.stop(options.drain_timeout)
+        if grpc is not None:  # it answered UNAVAILABLE during the drain; now it goes
+            grpc.stop(grace=1.0)
         exporters.shutdown()
         _log.info("serve_stopped", left_on_disk=queue.depth, **stats.snapshot())
         queue.close()
 
     _log.info("serve_configured", destination=exporters.destination, queue=options.queue)
-    return ServeApp(
+    app = ServeApp(
         ingestor,
         queue,
         stats,
         max_queue=options.max_queue,
-        on_startup=worker.start,
+        on_startup=startup,
         on_shutdown=shutdown,
         forward_to=options.forward,
         forward_headers=forward_headers(os.environ) if options.forward else None,
     )
+    if options.grpc_port is not None:
+        from agentscore.serve.grpc_ingest import GrpcIngest  # grpcio, in the `serve` extra
+
+        grpc = GrpcIngest(
+            app,
+            stats,
+            host=options.host,
+            port=options.grpc_port,
+            token=load_ingest_token(os.environ),
+        )
+    return app
 
 
 def run_service(options: ServeOptions) -> int:

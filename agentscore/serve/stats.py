@@ -13,6 +13,7 @@ _Callback = Callable[[CallbackOptions], Iterable[Observation]]
 
 COUNTERS = (
     "requests_rejected",
+    "requests_unauthenticated",
     "spans_received",
     "generations_found",
     "generations_sampled",

@@ -52,6 +52,7 @@ class ScoringWorker:
         run_timeout: float | None = 120.0,
         max_age: float | None = None,
         retry_delay: float = 5.0,
+        capture_content: bool = False,
     ) -> None:
         self._queue = queue
         self._ingestor = ingestor
@@ -63,6 +64,8 @@ class ScoringWorker:
             logger_provider=exporters.logger_provider,
             meter_provider=exporters.meter_provider,
         )
+        if capture_content:  # else as OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT says
+            self._telemetry.capture_content = True
         self._stats = stats
         self._budget = budget or JudgeBudget()
         self._concurrency = concurrency
