@@ -5,6 +5,7 @@ an OTLP/HTTP receiver run by the test."""
 
 from __future__ import annotations
 
+import json
 import signal
 import socket
 import subprocess
@@ -262,3 +263,33 @@ def test_a_taken_grpc_port_stops_the_start_with_exit_status_2(tmp_path: Path) ->
         )
     assert done.returncode == 2
     assert f"cannot listen on 127.0.0.1:{port}" in done.stderr
+
+
+def test_capture_content_puts_the_answer_and_the_reason_on_evaluations(tmp_path: Path) -> None:
+    outputs = {}
+    for capture in (False, True):
+        flag = ("--capture-content",) if capture else ()
+        folder = tmp_path / str(capture)
+        folder.mkdir()
+        with http_collector() as receiver, serving(folder, receiver.url, *flag) as serve:
+            send_over_grpc(serve.grpc_target, [ANSWER])
+            wait_for(lambda: len(evaluation_spans(receiver)) == 1, what="the evaluation")
+        [evaluation] = evaluation_spans(receiver)
+        outputs[capture] = (
+            attribute(evaluation, "input.value"),
+            json.loads(attribute(evaluation, "output.value")),
+        )
+    # Off (the default): what a backend shows is the verdict and its counts, no answer.
+    assert outputs[False] == (
+        None,
+        {
+            "label": "pass",
+            "score": 1.0,
+            "explanation": "1 claim: 1 supported, 0 contradicted, 0 unverifiable",
+        },
+    )
+    answer, output = outputs[True]
+    assert answer == ANSWER
+    assert output["label"] == "pass"
+    assert output["score"] == 1.0
+    assert output["explanation"] != outputs[False][1]["explanation"]
