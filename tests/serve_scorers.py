@@ -3,7 +3,8 @@
 SERVE_TEST_JUDGE_DELAY (seconds) makes each judge request wait first, so a test can kill the
 service while jobs are being scored. SERVE_TEST_JUDGE=cascade judges with
 `CascadeJudge(LocalJudge(), <LLM>)`, the LLM stage a scripted endpoint in this process (the
-real `openai` client) that calls every claim it is asked about supported.
+real `openai` client) that calls every claim it is asked about supported. SERVE_TEST_PHOENIX
+(a Phoenix base URL) delivers each result to `PhoenixAnnotations` too.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from agentscore import Evals
 from agentscore.judges import CascadeJudge, LocalJudge, OpenAIJudge
 from agentscore.judges.base import Judge, JudgeReply, JudgeRequest
 from agentscore.scorers import create_faithfulness_scorer
+from agentscore.telemetry.backends import PhoenixAnnotations
 from agentscore.testing import ScriptedEndpoint, ScriptedReply, chat_completion
 
 T = TypeVar("T", bound=BaseModel)
@@ -48,4 +50,8 @@ def _judge() -> Judge | str:
     return SlowLocalJudge(delay) if delay else "local"
 
 
-evals = Evals(scorers=[create_faithfulness_scorer(_judge())])
+_phoenix = os.environ.get("SERVE_TEST_PHOENIX")
+evals = Evals(
+    scorers=[create_faithfulness_scorer(_judge())],
+    on_score=PhoenixAnnotations(_phoenix) if _phoenix else None,
+)
