@@ -165,12 +165,17 @@ def test_a_full_queue_is_resource_exhausted_with_retry_info_the_exporter_honours
     assert health["judge_requests"] == 0
 
 
-def test_unreadable_bytes_are_invalid_argument_and_nothing_is_queued(tmp_path: Path) -> None:
+def test_unreadable_or_oversized_requests_are_refused_and_nothing_is_queued(
+    tmp_path: Path,
+) -> None:
     with http_collector() as receiver, serving(tmp_path, receiver.url) as serve:
         code, error = export_raw(serve.grpc_target, b"\xff\xff\xff\xff")
+        # The same 16 MiB bound as OTLP/HTTP bodies, enforced by gRPC before any reading.
+        oversized, _ = export_raw(serve.grpc_target, b"\x00" * (16 * 1024 * 1024 + 1))
         health = serve.health()
     assert code is grpc.StatusCode.INVALID_ARGUMENT
     assert "unreadable OTLP" in str(error.details())  # type: ignore[union-attr]
+    assert oversized is grpc.StatusCode.RESOURCE_EXHAUSTED
     assert health["spans_received"] == 0
     assert health["jobs_queued"] == 0
 

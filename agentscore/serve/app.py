@@ -117,6 +117,16 @@ class ServeApp:
         payload, media = success_response(content_type)
         await _send(send, 200, payload, media)
 
+    @property
+    def max_body(self) -> int:
+        """The largest request it reads, in bytes once decompressed (gRPC's bound too)."""
+        return self._max_body
+
+    @property
+    def retry_after(self) -> int:
+        """Seconds a refused exporter is asked to wait (Retry-After, gRPC RetryInfo)."""
+        return self._retry_after
+
     def refusal(self) -> str | None:
         """Why a request must be refused for now (counted), or None to take it."""
         if not self.draining and self._queue.depth < self.max_queue:

@@ -53,14 +53,12 @@ class GrpcIngest:
         host: str,
         port: int,
         token: bytes | None = None,
-        max_message: int = 16 * 1024 * 1024,
-        retry_after: int = 5,
         threads: int = 8,
+        max_calls: int = 64,
     ) -> None:
         self._app = app
         self._stats = stats
         self._token = token
-        self._retry_after = retry_after
         # No (de)serializers: bytes in, bytes out, read by the same code as OTLP/HTTP bodies.
         handler: grpc.RpcMethodHandler[bytes, bytes] = grpc.unary_unary_rpc_method_handler(
             self._export
@@ -68,8 +66,12 @@ class GrpcIngest:
         self._server = grpc.server(
             ThreadPoolExecutor(max_workers=threads, thread_name_prefix="agentscore-grpc"),
             handlers=[grpc.method_handlers_generic_handler(_SERVICE, {"Export": handler})],
+            # Calls past `max_calls` (each may hold a message of up to `max_body`) are refused
+            # by gRPC itself, so waiting calls cannot take the memory; exporters send one
+            # call at a time, the Collector one per sending-queue consumer (10 by default).
+            maximum_concurrent_rpcs=max_calls,
             options=[
-                ("grpc.max_receive_message_length", max_message),
+                ("grpc.max_receive_message_length", app.max_body),
                 # gRPC shares a port with another process by default on Linux: a second
                 # service on the same port would take half the traffic, silently.
                 ("grpc.so_reuseport", 0),
@@ -116,7 +118,7 @@ class GrpcIngest:
     def _abort_retryable(
         self, context: grpc.ServicerContext, code: grpc.StatusCode, message: str
     ) -> NoReturn:
-        info = RetryInfo(retry_delay=Duration(seconds=self._retry_after))
+        info = RetryInfo(retry_delay=Duration(seconds=self._app.retry_after))
         detail = AnyMessage()
         detail.Pack(info)
         status = Status(code=code.value[0], message=message, details=[detail])
