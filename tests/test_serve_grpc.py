@@ -6,6 +6,7 @@ an OTLP/HTTP receiver run by the test."""
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import socket
 import subprocess
@@ -38,6 +39,7 @@ from tests.serve_support import (
     traced_generation,
     wait_for,
 )
+from tests.test_serve_network import _self_signed
 
 TOKEN = "grpc-test-token-0123456789abcdef"
 
@@ -199,7 +201,7 @@ def test_with_an_ingest_token_only_the_right_bearer_metadata_gets_in(
     for code, error in (missing, wrong, basic):
         assert code is grpc.StatusCode.UNAUTHENTICATED
         assert TOKEN not in str(error.details())  # type: ignore[union-attr]
-    assert refused["requests_unauthenticated"] == 4
+    assert refused["requests_unauthorized"] == 4
     assert refused["spans_received"] == 0
     assert refused["jobs_queued"] == 0
     assert refused["judge_requests"] == 0
@@ -298,3 +300,29 @@ def test_capture_content_puts_the_answer_and_the_reason_on_evaluations(tmp_path:
     assert output["label"] == "pass"
     assert output["score"] == 1.0
     assert output["explanation"] != outputs[False][1]["explanation"]
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
+def test_tls_and_a_token_file_over_grpc_with_the_sdk_exporter(tmp_path: Path) -> None:
+    cert, key = _self_signed(tmp_path)
+    token_file = tmp_path / "ingest-token"
+    token_file.write_text(TOKEN + "\n")
+    options = (
+        *("--ssl-certfile", str(cert), "--ssl-keyfile", str(key)),
+        *("--ingest-token-file", str(token_file)),
+    )
+    with http_collector() as receiver, serving(tmp_path, receiver.url, *options) as serve:
+        trusted = grpc.ssl_channel_credentials(cert.read_bytes())
+        exporter = OTLPSpanExporter(
+            endpoint=f"https://{serve.grpc_target}",
+            credentials=trusted,
+            headers={"authorization": f"Bearer {TOKEN}"},
+        )
+        assert exporter.export(recorded_generations([ANSWER])) is SpanExportResult.SUCCESS
+        wait_for(lambda: len(evaluation_spans(receiver)) == 1, what="the evaluation")
+        # Plain gRPC is not served on the TLS port.
+        plain, _ = export_raw(serve.grpc_target, b"", (("authorization", f"Bearer {TOKEN}"),))
+        health = serve.health()
+    assert plain is grpc.StatusCode.UNAVAILABLE
+    assert health["scored"] == 1
+    assert TOKEN not in serve.log.read_text()

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -391,3 +392,36 @@ def test_traces_no_scorer_samples_are_left_in_on_end_and_the_rest_scored() -> No
     expected = {f"{t:032x}" for t in trace_ids if sampled(0.5, sample_point(f"{t:032x}", ""))}
     assert len(expected) == 2  # (2**63 - 1) / 2**64 rounds to one half: not sampled, in both
     assert {score.trace_id for score in scores} == expected
+
+
+def test_open_traces_past_the_byte_budget_are_dropped_and_counted() -> None:
+    pipeline = Pipeline(max_open_bytes=1_000_000, idle_timeout=0.2)
+    tracer = pipeline.provider.get_tracer("app")
+    roots = []
+    for index in range(20):  # 20 requests still running, each with a 100 kB model call
+        root = tracer.start_span(f"request {index}")
+        roots.append(root)
+        with (
+            trace.use_span(root),
+            tracer.start_as_current_span(
+                "chat gpt-x",
+                attributes={
+                    "gen_ai.operation.name": "chat",
+                    "gen_ai.input.messages": json.dumps(
+                        [{"role": "user", "parts": [{"type": "text", "content": "Hi"}]}]
+                    ),
+                    "gen_ai.output.messages": parts("Hello. " + "x" * 100_000),
+                },
+            ),
+        ):
+            pass
+    assert pipeline.processor.force_flush(5_000)
+    held = pipeline.processor._assembler.held_bytes
+    dropped = pipeline.processor.dropped_spans
+    for root in roots:
+        root.end()
+    assert held <= 1_000_000
+    assert 5 <= dropped <= 15  # about half did not fit, and were counted
+    # Those that fit were read once their roots ended; the rest are gone, counted above.
+    scores = pipeline.settle()
+    assert len(scores) == 20 - dropped

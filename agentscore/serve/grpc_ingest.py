@@ -4,15 +4,19 @@ service directly.
 
 A request takes the same path as an OTLP/HTTP one (`ServeApp.take`: the same reading of the
 same protobuf bytes, the same forward), and is answered OK only once it is on disk. Refusals
-say whether to try again the way OTLP exporters read them: RESOURCE_EXHAUSTED (queue full)
-and UNAVAILABLE (draining, disk, forward backend) carry a `google.rpc.RetryInfo`, both as the
-status details the Collector reads and as the `google.rpc.retryinfo-bin` trailer the Python
-exporter reads; INVALID_ARGUMENT and UNAUTHENTICATED are final.
+say whether to try again the way OTLP exporters read them: RESOURCE_EXHAUSTED (queue or
+open-trace bytes full) and UNAVAILABLE (draining, disk, forward backend) carry a
+`google.rpc.RetryInfo`, both as the status details the Collector reads and as the
+`google.rpc.retryinfo-bin` trailer the Python exporter reads; INVALID_ARGUMENT,
+UNAUTHENTICATED and a request larger than the open-trace budget (RESOURCE_EXHAUSTED without
+retry information) are final. The ingest token, TLS certificate and byte bounds are the
+HTTP side's.
 """
 
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import NoReturn
 
 import grpc
@@ -29,6 +33,7 @@ from agentscore.errors import ConfigurationError
 from agentscore.serve.app import ServeApp
 from agentscore.serve.auth import bearer_allowed
 from agentscore.serve.forward import ForwardError
+from agentscore.serve.ingest import OverBudget
 from agentscore.serve.otlp import PROTOBUF, OtlpDecodeError
 from agentscore.serve.stats import ServiceStats
 
@@ -52,13 +57,12 @@ class GrpcIngest:
         *,
         host: str,
         port: int,
-        token: bytes | None = None,
+        tls: tuple[str, str] | None = None,
         threads: int = 8,
         max_calls: int = 64,
     ) -> None:
         self._app = app
         self._stats = stats
-        self._token = token
         # No (de)serializers: bytes in, bytes out, read by the same code as OTLP/HTTP bodies.
         handler: grpc.RpcMethodHandler[bytes, bytes] = grpc.unary_unary_rpc_method_handler(
             self._export
@@ -79,7 +83,10 @@ class GrpcIngest:
         )
         address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         try:
-            self.port = self._server.add_insecure_port(address)
+            if tls is None:
+                self.port = self._server.add_insecure_port(address)
+            else:  # the certificate and key of --ssl-certfile / --ssl-keyfile
+                self.port = self._server.add_secure_port(address, _credentials(*tls))
         except RuntimeError as exc:
             raise ConfigurationError(f"--grpc-port: cannot listen on {address} ({exc})") from None
 
@@ -92,11 +99,12 @@ class GrpcIngest:
 
     def _export(self, request: bytes, context: grpc.ServicerContext) -> bytes:
         metadata = {key: value for key, value in context.invocation_metadata()}
-        if not bearer_allowed(self._token, metadata.get("authorization")):
-            self._stats.add("requests_unauthenticated")
-            context.abort(grpc.StatusCode.UNAUTHENTICATED, "a valid bearer token is required")
+        if not bearer_allowed(self._app.ingest_token, metadata.get("authorization")):
+            self._stats.add("requests_unauthorized")
+            context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
         reason = self._app.refusal()
         if reason is not None:
+            self._stats.add("requests_rejected")
             draining = reason == "draining"
             code = grpc.StatusCode.UNAVAILABLE if draining else grpc.StatusCode.RESOURCE_EXHAUSTED
             self._abort_retryable(context, code, reason)
@@ -105,6 +113,13 @@ class GrpcIngest:
             self._app.take(request, PROTOBUF, "")  # gRPC has already decompressed it
         except OtlpDecodeError as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        except OverBudget as exc:
+            # Larger than the whole open-trace budget: without retry information, which
+            # tells exporters not to send it again.
+            if exc.never:
+                context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
+            self._stats.add("requests_rejected")
+            self._abort_retryable(context, grpc.StatusCode.RESOURCE_EXHAUSTED, "open traces full")
         except ForwardError as exc:
             self._stats.add("forward_failures")
             failure = str(exc)
@@ -129,3 +144,12 @@ class GrpcIngest:
             )
         )
         context.abort(code, message)
+
+
+def _credentials(certificate: str, key: str) -> grpc.ServerCredentials:
+    try:
+        pair = (Path(key).read_bytes(), Path(certificate).read_bytes())
+    except OSError as exc:  # the path only: the key's bytes stay out of messages
+        problem = f"{exc.strerror}: {exc.filename}"
+        raise ConfigurationError(f"--ssl-certfile/--ssl-keyfile: {problem}") from None
+    return grpc.ssl_server_credentials([pair])

@@ -36,8 +36,10 @@ class ScoringSpanProcessor(SpanProcessor):
     """Finds finished generations in ended spans and scores them with `evals`.
 
     `max_queue` bounds the ended spans waiting to be read (beyond it they are dropped and
-    counted in `dropped_spans`); `idle_timeout` closes a trace whose root has not ended after
-    that many seconds without a new span. Call `force_flush()` to read every span ended so far,
+    counted in `dropped_spans`); `max_open_bytes` bounds what open traces hold (a span past it
+    is dropped and counted the same way; text attributes are cut to what a scorer reads);
+    `idle_timeout` closes a trace whose root has not ended after that many seconds without a
+    new span. Call `force_flush()` to read every span ended so far,
     then `evals.runner.flush()` (or the default runner's) to wait for the scores.
     """
 
@@ -49,11 +51,14 @@ class ScoringSpanProcessor(SpanProcessor):
         idle_timeout: float = 300.0,
         max_traces: int = 10_000,
         max_spans_per_trace: int = 2_000,
+        max_open_bytes: int = 256 * 2**20,
     ) -> None:
         if not isinstance(evals, Evals):
             raise ConfigurationError(f"evals must be an Evals, got {type(evals).__name__}")
-        if max_queue < 1 or idle_timeout <= 0:
-            raise ConfigurationError("max_queue must be at least 1 and idle_timeout positive")
+        if max_queue < 1 or idle_timeout <= 0 or max_open_bytes < 1:
+            raise ConfigurationError(
+                "max_queue and max_open_bytes must be at least 1 and idle_timeout positive"
+            )
         self.evals = evals
         self.max_queue = max_queue
         # The sampling decision is a function of the trace id (agentscore.live.sampling):
@@ -64,6 +69,7 @@ class ScoringSpanProcessor(SpanProcessor):
             idle_timeout=idle_timeout,
             max_traces=max_traces,
             max_spans_per_trace=max_spans_per_trace,
+            max_bytes=max_open_bytes,
         )
         self._condition = threading.Condition()
         self._pending: deque[ReadableSpan] = deque()
@@ -75,7 +81,7 @@ class ScoringSpanProcessor(SpanProcessor):
 
     @property
     def dropped_spans(self) -> int:
-        """Spans lost to a full queue or an oversized trace."""
+        """Spans lost to a full queue, an oversized trace or the open-trace byte budget."""
         return self._dropped + self._assembler.dropped_spans
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
@@ -159,7 +165,7 @@ class ScoringSpanProcessor(SpanProcessor):
         now = time.monotonic()
         for span in batch:
             try:
-                self._submit(self._assembler.add(SpanRecord.from_readable(span), now))
+                self._submit(self._assembler.add(SpanRecord.from_readable(span).cut(), now))
             except Exception as exc:
                 _log.error("span_reading_failed", span=span.name, error_type=type(exc).__name__)
         self._submit(self._assembler.expire(now))
