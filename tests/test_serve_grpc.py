@@ -39,7 +39,7 @@ from tests.serve_support import (
     traced_generation,
     wait_for,
 )
-from tests.test_serve_network import _self_signed
+from tests.test_serve_network import _open_trace_spans, _self_signed
 
 TOKEN = "grpc-test-token-0123456789abcdef"
 
@@ -326,3 +326,26 @@ def test_tls_and_a_token_file_over_grpc_with_the_sdk_exporter(tmp_path: Path) ->
     assert plain is grpc.StatusCode.UNAVAILABLE
     assert health["scored"] == 1
     assert TOKEN not in serve.log.read_text()
+
+
+def test_open_traces_past_the_byte_budget_are_resource_exhausted_retry_or_final(
+    tmp_path: Path,
+) -> None:
+    bodies = [protobuf_request([span]) for span in _open_trace_spans(30, 100_000)]
+    too_big_body = protobuf_request(_open_trace_spans(3, 400_000))
+    options = ("--max-open-trace-bytes", "1MiB")
+    with http_collector() as receiver, serving(tmp_path, receiver.url, *options) as serve:
+        replies = [export_raw(serve.grpc_target, body) for body in bodies]
+        full = serve.health()
+        too_big, error = export_raw(serve.grpc_target, too_big_body)
+    codes = [code for code, _ in replies]
+    accepted = codes.count(grpc.StatusCode.OK)
+    refused = [grpc.StatusCode.RESOURCE_EXHAUSTED] * (30 - accepted)
+    assert 5 <= accepted <= 10 and codes == [grpc.StatusCode.OK] * accepted + refused
+    # Past the budget now: retry after the delay the service asks for.
+    assert all(retry_delay(reply) == (5, 5) for _, reply in replies[accepted:])
+    assert full["spans_received"] == accepted  # the refused were not kept
+    # Larger than the whole budget: final, so no retry information.
+    assert too_big is grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert "larger than the open-trace budget" in str(error.details())  # type: ignore[union-attr]
+    assert "grpc-status-details-bin" not in dict(error.trailing_metadata() or ())  # type: ignore[union-attr]
