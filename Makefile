@@ -40,6 +40,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/judge_limits.py
 	$(BIN)/python benchmarks/serve.py
 	$(BIN)/python benchmarks/serve_latency.py
+	$(BIN)/python benchmarks/scale_out.py
 
 bench-peers: $(STAMP)
 	$(BIN)/python benchmarks/peers.py
