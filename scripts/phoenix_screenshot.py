@@ -68,7 +68,7 @@ def main() -> None:
         }
         options = ["--forward", phoenix.otlp_traces_endpoint]
         options += ["--capture-content"] if args.capture_content else []
-        env = {"SERVE_TEST_PHOENIX": phoenix.base_url}
+        env = {"SERVE_TEST_SINK": "phoenix", "PHOENIX_COLLECTOR_ENDPOINT": phoenix.base_url}
         with serving(Path(directory), phoenix.base_url, *options, otel=otel, env=env) as serve:
             app = Resource.create({PROJECT_NAME_ATTRIBUTE: project, "service.name": "support"})
             provider = TracerProvider(resource=app)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from fastapi.testclient import TestClient
 
-from agentscore.live.sampling import sample_point
+from agentscore.pipeline.sampling import sample_point
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -5,6 +5,7 @@ app's folder. The service is a real subprocess; clients are real sockets and exp
 from __future__ import annotations
 
 import json
+import os
 import resource
 import shutil
 import socket
@@ -351,3 +352,26 @@ def test_open_traces_past_the_byte_budget_get_503_and_nothing_of_them_is_kept(
     assert too_big.status_code == 413, too_big.text
     assert again.status_code == 200
     assert health["generations_found"] == accepted  # nothing accepted was lost
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "message"),
+    [
+        (["--max-open-trace-bytes", "12XB"], {}, "then KiB, MiB or GiB"),
+        (["--ssl-certfile", "cert.pem"], {}, "--ssl-certfile and --ssl-keyfile go together"),
+        (["--header-timeout", "0"], {}, "must be positive"),
+        ([], {"AGENTSCORE_INGEST_TOKEN": "short-token"}, "at least 16 characters"),
+    ],
+)
+def test_network_options_that_cannot_work_stop_the_start_with_exit_2(
+    tmp_path: Path, args: list[str], env: dict[str, str], message: str
+) -> None:
+    command = [sys.executable, "-m", "agentscore.cli", "serve"]
+    command += ["--scorers", "tests.serve_scorers:evals", "--queue", str(tmp_path / "q.db")]
+    environment = {**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent), **env}
+    done = subprocess.run(
+        [*command, *args], env=environment, cwd=tmp_path, capture_output=True, text=True
+    )
+    assert done.returncode == 2
+    assert message in done.stderr
+    assert "short-token" not in done.stderr

@@ -357,7 +357,7 @@ def test_agentscore_agents_score_themselves_and_are_not_read_again() -> None:
 def test_traces_no_scorer_samples_are_left_in_on_end_and_the_rest_scored() -> None:
     from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 
-    from agentscore.live.sampling import sample_point, sampled
+    from agentscore.pipeline.sampling import sample_point, sampled
 
     trace_ids = [
         (1 << 64) * k + low for k, low in enumerate([1, 2**62, 2**63 - 1, 2**63 + 5, 2**64 - 1], 1)

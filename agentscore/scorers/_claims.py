@@ -23,7 +23,7 @@ from agentscore.context import (
 from agentscore.errors import ConfigurationError, InputTooLargeError
 from agentscore.judges.base import JudgeRequest
 from agentscore.judges.resolve import JudgeLike
-from agentscore.live._callbacks import call_user, on_loop
+from agentscore.runtime.callbacks import call_user, on_loop
 from agentscore.scorers import prompts
 from agentscore.scorers.base import Score, Scorer, StepParams
 from agentscore.scorers.prompts import ClaimMode, Verdict, VerdictItem

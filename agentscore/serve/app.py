@@ -18,6 +18,7 @@ import structlog
 
 from agentscore.serve.auth import bearer_allowed
 from agentscore.serve.forward import ForwardError, forward
+from agentscore.serve.health import ServiceHealth
 from agentscore.serve.ingest import Ingestor, OverBudget
 from agentscore.serve.otlp import OtlpDecodeError, decode_traces, success_response
 from agentscore.serve.queue import SqliteQueue
@@ -42,6 +43,7 @@ class ServeApp:
         queue: SqliteQueue,
         stats: ServiceStats,
         *,
+        health: ServiceHealth | None = None,
         max_queue: int,
         max_body: int = 16 * 1024 * 1024,
         retry_after: int = 5,
@@ -56,6 +58,7 @@ class ServeApp:
         self._ingestor = ingestor
         self._queue = queue
         self._stats = stats
+        self._health = health or ServiceHealth()
         self.max_queue = max_queue
         self._max_body = max_body
         self._retry_after = retry_after
@@ -96,7 +99,7 @@ class ServeApp:
         if path == "/v1/traces" and method == "POST":
             await self._traces(scope, receive, send)
         elif path == "/healthz" and method == "GET":
-            await _reply(send, 200, self._health())
+            await _reply(send, 200, self._health_report())
         elif path == "/readyz" and method == "GET":
             ready = self.refusal() is None
             await _reply(send, 200 if ready else 503, {"ready": ready})
@@ -108,7 +111,7 @@ class ServeApp:
             self._stats.add("requests_unauthorized")
             await _reply(send, 401, {"error": "missing or wrong bearer token"}, unread=True)
             return
-        reason = self.refusal()
+        reason = self.refusal(_content_length(scope))
         if reason is not None:
             self._stats.add("requests_rejected")
             await _reply(send, 503, {"error": reason}, retry_after=self._retry_after, unread=True)
@@ -170,14 +173,18 @@ class ServeApp:
         """Seconds a refused exporter is asked to wait (Retry-After, gRPC RetryInfo)."""
         return self._retry_after
 
-    def refusal(self) -> str | None:
-        """Why a request would be refused unread now, if it would."""
+    def refusal(self, incoming: int = 0) -> str | None:
+        """Why a request of `incoming` bytes would be refused unread now, if it would. (Its
+        declared size stands for what it would hold: reading and decoding requests that
+        cannot fit costs memory that the allocator does not give back.)"""
         if self.draining:
             return "draining"
         if self._queue.depth >= self.max_queue:
             return "queue full"
-        if self._ingestor.open_trace_bytes >= self._ingestor.max_open_bytes:
-            return "open traces full"
+        budget = self._ingestor.open_bytes_limit
+        held = self._ingestor.open_trace_bytes
+        if held >= budget or (incoming <= budget and held + incoming > budget):
+            return "open traces full"  # one larger than the whole budget is read, to get 413
         return None
 
     def take(self, body: bytes, content_type: str, encoding: str) -> None:
@@ -191,9 +198,13 @@ class ServeApp:
             forward(self._forward_to, body, content_type, encoding, self._forward_headers)
         self._ingestor.ingest(spans)
 
-    def _health(self) -> dict[str, Any]:
+    def _health_report(self) -> dict[str, Any]:
+        # Degraded is still 200: the service keeps taking work, which waits on disk.
+        problems = self._health.snapshot()
+        status = "draining" if self.draining else "degraded" if problems else "ok"
         return {
-            "status": "draining" if self.draining else "ok",
+            "status": status,
+            "problems": problems,
             "queue_depth": self._queue.depth,
             "pending_jobs": self._queue.pending_jobs,
             "open_trace_bytes": self._ingestor.open_trace_bytes,
@@ -213,6 +224,13 @@ def _authorization(scope: Scope) -> bytes | None:
     """The one Authorization value; two are as good as none (which one would count?)."""
     values = [value for key, value in scope["headers"] if key.lower() == b"authorization"]
     return values[0] if len(values) == 1 else None
+
+
+def _content_length(scope: Scope) -> int:
+    for key, value in scope["headers"]:
+        if key.lower() == b"content-length" and value.isdigit():
+            return int(value)
+    return 0
 
 
 def _text_headers(scope: Scope) -> dict[str, str] | None:

@@ -102,7 +102,7 @@ class GrpcIngest:
         if not bearer_allowed(self._app.ingest_token, metadata.get("authorization")):
             self._stats.add("requests_unauthorized")
             context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
-        reason = self._app.refusal()
+        reason = self._app.refusal(len(request))
         if reason is not None:
             self._stats.add("requests_rejected")
             draining = reason == "draining"

@@ -16,7 +16,7 @@ import time
 from collections.abc import Sequence
 
 from agentscore.evals import Evals
-from agentscore.live.sampling import sample_point, sampled
+from agentscore.pipeline.choose import accepts, sampled_scorers
 from agentscore.run import ScorerRun
 from agentscore.serve.queue import Commit, JobKey, SqliteQueue
 from agentscore.serve.stats import ServiceStats
@@ -53,7 +53,9 @@ class Ingestor:
         self._queue = queue
         self._evals = evals
         self._stats = stats
-        self.max_open_bytes = max_open_bytes
+        # 1/16 of the budget is left for what holding costs besides the spans: the request
+        # being decoded, SQLite's page cache and write-ahead log (benchmarks/serve_memory.py).
+        self.open_bytes_limit = max_open_bytes - max_open_bytes // 16
         self._lock = threading.Lock()
         self._assembler = TraceAssembler(idle_timeout=idle_timeout, max_traces=max_traces)
         self._on_disk: set[int] = set()
@@ -90,12 +92,12 @@ class Ingestor:
 
     def _make_room(self, slim: Sequence[SpanRecord]) -> None:
         adding = self._assembler.bytes_to_hold(slim)
-        if adding > self.max_open_bytes:
+        if adding > self.open_bytes_limit:
             raise OverBudget(never=True)
-        if self._assembler.held_bytes + adding > self.max_open_bytes:
+        if self._assembler.held_bytes + adding > self.open_bytes_limit:
             # Traces past their idle timeout would go at the worker's next sweep: go now.
             self._commit([], self._assembler.expire(time.monotonic()), set())
-            if self._assembler.held_bytes + adding > self.max_open_bytes:
+            if self._assembler.held_bytes + adding > self.open_bytes_limit:
                 raise OverBudget(never=False)
 
     def _restore(self) -> None:
@@ -136,22 +138,12 @@ class Ingestor:
     def _jobs(self, runs: Sequence[ScorerRun]) -> list[tuple[JobKey, ScorerRun]]:
         jobs: list[tuple[JobKey, ScorerRun]] = []
         for run in runs:
-            point = sample_point(run.trace_id, run.run_id)
-            chosen = [e.scorer for e in self._evals.entries if sampled(e.sampling, point)]
-            if not chosen or not self._accepts(run):
+            chosen = sampled_scorers(self._evals.entries, run.trace_id, run.run_id)
+            if not chosen or not accepts(self._evals.filter, run):
                 continue
             self._stats.add("generations_sampled")
             jobs += [((run.trace_id or "", run.span_id or "", s.id), run) for s in chosen]
         return jobs
-
-    def _accepts(self, run: ScorerRun) -> bool:
-        # An unreadable run skips the filter: it must surface as a failed result.
-        if run.read_error is not None or self._evals.filter is None:
-            return True
-        try:
-            return bool(self._evals.filter(run))
-        except Exception:  # a broken filter skips the run, as in process
-            return False
 
 
 def _slim(span: SpanRecord) -> SpanRecord:

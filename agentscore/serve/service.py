@@ -24,6 +24,7 @@ from agentscore.serve.budget import JudgeBudget
 from agentscore.serve.connections import connection_limits, guarded_protocol
 from agentscore.serve.export import build_exporters
 from agentscore.serve.forward import forward_headers
+from agentscore.serve.health import ServiceHealth
 from agentscore.serve.ingest import DEFAULT_MAX_OPEN_BYTES, Ingestor
 from agentscore.serve.queue import SqliteQueue, Synchronous
 from agentscore.serve.stats import ServiceStats
@@ -98,12 +99,14 @@ def build_service(options: ServeOptions, evals: Evals) -> ServeApp:
         idle_timeout=options.idle_timeout,
         max_open_bytes=options.max_open_trace_bytes,
     )
+    health = ServiceHealth()
     worker = ScoringWorker(
         queue,
         ingestor,
         evals,
         exporters,
         stats,
+        health=health,
         budget=JudgeBudget(options.requests_per_minute, options.tokens_per_minute),
         concurrency=options.concurrency,
         max_age=options.max_age,
@@ -129,6 +132,7 @@ def build_service(options: ServeOptions, evals: Evals) -> ServeApp:
         ingestor,
         queue,
         stats,
+        health=health,
         max_queue=options.max_queue,
         on_startup=startup,
         on_drain=worker.stop,

@@ -8,7 +8,6 @@ queue: reading messages and deciding generations happen on the processor's own t
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 import weakref
@@ -21,6 +20,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from agentscore.errors import ConfigurationError
 from agentscore.evals import Evals
 from agentscore.run import ScorerRun
+from agentscore.runtime.hooks import after_fork_in_child
 from agentscore.spans.assembler import TraceAssembler
 from agentscore.spans.records import SpanRecord
 from agentscore.telemetry.core import AGENTSCORE_SCOPE, scoring_in_progress
@@ -61,7 +61,7 @@ class ScoringSpanProcessor(SpanProcessor):
             )
         self.evals = evals
         self.max_queue = max_queue
-        # The sampling decision is a function of the trace id (agentscore.live.sampling):
+        # The sampling decision is a function of the trace id (agentscore.pipeline.sampling):
         # a trace no scorer would sample is left at once, before any span of it is queued.
         top_rate = max((entry.sampling for entry in evals.entries), default=0.0)
         self._sampled_below = top_rate * _TRACE_ID_SPACE
@@ -190,5 +190,4 @@ def _reset_after_fork() -> None:
         processor._after_fork()
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_reset_after_fork)
+after_fork_in_child(_reset_after_fork)
