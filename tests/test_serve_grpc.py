@@ -191,6 +191,8 @@ def test_with_an_ingest_token_only_the_right_bearer_metadata_gets_in(
         missing = export_raw(serve.grpc_target, body)
         wrong = export_raw(serve.grpc_target, body, (("authorization", f"Bearer {TOKEN}x"),))
         basic = export_raw(serve.grpc_target, body, (("authorization", f"Basic {TOKEN}"),))
+        right = ("authorization", f"Bearer {TOKEN}")
+        twice = export_raw(serve.grpc_target, body, (right, ("authorization", "Bearer x")))
         # UNAUTHENTICATED is final: the real exporter fails without retrying.
         assert grpc_exporter(serve.grpc_target).export([]) is SpanExportResult.FAILURE
         refused = serve.health()
@@ -198,10 +200,10 @@ def test_with_an_ingest_token_only_the_right_bearer_metadata_gets_in(
         monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", f"authorization=Bearer%20{TOKEN}")
         sent = send_over_grpc(serve.grpc_target, [ANSWER])
         wait_for(lambda: len(evaluation_spans(receiver)) == 1, what="the evaluation")
-    for code, error in (missing, wrong, basic):
+    for code, error in (missing, wrong, basic, twice):
         assert code is grpc.StatusCode.UNAUTHENTICATED
         assert TOKEN not in str(error.details())  # type: ignore[union-attr]
-    assert refused["requests_unauthorized"] == 4
+    assert refused["requests_unauthorized"] == 5
     assert refused["spans_received"] == 0
     assert refused["jobs_queued"] == 0
     assert refused["judge_requests"] == 0
