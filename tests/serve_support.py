@@ -53,6 +53,7 @@ class ServeProcess:
     process: subprocess.Popen[bytes]
     url: str
     log: Path
+    grpc_target: str  # host:port of OTLP/gRPC ingest ("" when turned off)
     verify: ssl.SSLContext | bool = True  # trusts the certificate of --ssl-certfile
 
     def health(self) -> dict[str, Any]:
@@ -86,6 +87,9 @@ def start_serve(
     other variables; `nofile` sets the service's file descriptor limit (soft and hard);
     `command` replaces `python -m agentscore.cli serve --scorers tests.serve_scorers:evals`."""
     port = port or free_port()
+    # Never the default 4317: tests (and other services on the machine) run side by side.
+    grpc_port = "" if "--grpc-port" in args else str(free_port())
+    grpc = ("--grpc-port", grpc_port) if grpc_port else ()
     extra = env or {}
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     env.update(otel or {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver})
@@ -99,7 +103,7 @@ def start_serve(
     command = [
         *(command or [sys.executable, "-m", "agentscore.cli", "serve"]),
         *(() if command else ("--scorers", "tests.serve_scorers:evals")),
-        *("--port", str(port), "--queue", str(tmp_path / "queue.db"), *args),
+        *("--port", str(port), "--queue", str(tmp_path / "queue.db"), *grpc, *args),
     ]
     limit = (
         None if nofile is None else lambda: rlimit.setrlimit(rlimit.RLIMIT_NOFILE, (nofile, nofile))
@@ -113,6 +117,7 @@ def start_serve(
         process,
         f"{'https' if tls else 'http'}://127.0.0.1:{port}",
         log,
+        f"127.0.0.1:{grpc_port}" if grpc_port else "",
         verify=ssl.create_default_context(cafile=args[args.index("--ssl-certfile") + 1])
         if tls
         else True,

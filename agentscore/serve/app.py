@@ -101,7 +101,7 @@ class ServeApp:
         elif path == "/healthz" and method == "GET":
             await _reply(send, 200, self._health_report())
         elif path == "/readyz" and method == "GET":
-            ready = self._refusal() is None
+            ready = self.refusal() is None
             await _reply(send, 200 if ready else 503, {"ready": ready})
         else:
             await _reply(send, 404, {"error": f"no route {method} {path}"})
@@ -111,7 +111,7 @@ class ServeApp:
             self._stats.add("requests_unauthorized")
             await _reply(send, 401, {"error": "missing or wrong bearer token"}, unread=True)
             return
-        reason = self._refusal(_content_length(scope))
+        reason = self.refusal(_content_length(scope))
         if reason is not None:
             self._stats.add("requests_rejected")
             await _reply(send, 503, {"error": reason}, retry_after=self._retry_after, unread=True)
@@ -140,18 +140,7 @@ class ServeApp:
         content_type = headers.get("content-type", "application/x-protobuf")
         encoding = headers.get("content-encoding", "")
         try:
-            spans = decode_traces(body, content_type, encoding, max_size=self._max_body)
-            if self._forward_to is not None:
-                await anyio.to_thread.run_sync(self._ingestor.check_room, spans)
-                await anyio.to_thread.run_sync(
-                    forward,
-                    self._forward_to,
-                    body,
-                    content_type,
-                    encoding,
-                    self._forward_headers,
-                )
-            await anyio.to_thread.run_sync(self._ingestor.ingest, spans)
+            await anyio.to_thread.run_sync(self.take, body, content_type, encoding)
         except OtlpDecodeError as exc:
             await _reply(send, 400, {"error": str(exc)})
             return
@@ -174,7 +163,17 @@ class ServeApp:
         payload, media = success_response(content_type)
         await _send(send, 200, payload, media)
 
-    def _refusal(self, incoming: int = 0) -> str | None:
+    @property
+    def max_body(self) -> int:
+        """The largest request it reads, in bytes once decompressed (gRPC's bound too)."""
+        return self._max_body
+
+    @property
+    def retry_after(self) -> int:
+        """Seconds a refused exporter is asked to wait (Retry-After, gRPC RetryInfo)."""
+        return self._retry_after
+
+    def refusal(self, incoming: int = 0) -> str | None:
         """Why a request of `incoming` bytes would be refused unread now, if it would. (Its
         declared size stands for what it would hold: reading and decoding requests that
         cannot fit costs memory that the allocator does not give back.)"""
@@ -187,6 +186,17 @@ class ServeApp:
         if held >= budget or (incoming <= budget and held + incoming > budget):
             return "open traces full"  # one larger than the whole budget is read, to get 413
         return None
+
+    def take(self, body: bytes, content_type: str, encoding: str) -> None:
+        """Read one OTLP trace export, forward it, and commit its generations to disk; any
+        transport (OTLP/HTTP here, OTLP/gRPC in `grpc_ingest`) answers OK only after this
+        returns. Raises OtlpDecodeError (never worth a retry), OverBudget, ForwardError, or
+        what the disk raised."""
+        spans = decode_traces(body, content_type, encoding, max_size=self._max_body)
+        if self._forward_to is not None:
+            self._ingestor.check_room(spans)
+            forward(self._forward_to, body, content_type, encoding, self._forward_headers)
+        self._ingestor.ingest(spans)
 
     def _health_report(self) -> dict[str, Any]:
         # Degraded is still 200: the service keeps taking work, which waits on disk.

@@ -20,7 +20,13 @@ def add_serve_command(commands: Any) -> None:
     )
     serve.add_argument("--scorers", required=True, help="MODULE:ATTR, an Evals or scorer list")
     serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=4318)
+    serve.add_argument("--port", type=int, default=4318, help="OTLP/HTTP")
+    serve.add_argument(
+        "--grpc-port",
+        type=_port_or_off,
+        default=4317,
+        help="OTLP/gRPC (the Collector's loadbalancing exporter speaks it); 'off' for none",
+    )
     serve.add_argument("--queue", default="agentscore-queue.db", help="SQLite queue file")
     serve.add_argument("--max-queue", type=int, default=100_000, help="rows before 503")
     serve.add_argument("--concurrency", type=int, default=16, help="jobs scored at once")
@@ -62,6 +68,24 @@ def add_serve_command(commands: Any) -> None:
         default="agentscore-evaluations.jsonl",
         help="where evaluations go when no OTEL_EXPORTER_OTLP_* endpoint is set",
     )
+    serve.add_argument(
+        "--capture-content",
+        action="store_true",
+        help="put the evaluated answer and the judge's reasons on evaluations "
+        "(also OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true)",
+    )
+
+
+def _port_or_off(value: str) -> int | None:
+    if value.strip().lower() == "off":
+        return None
+    try:
+        port = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a port number or 'off', not {value!r}") from None
+    if not 0 < port < 65536:
+        raise argparse.ArgumentTypeError(f"a port number or 'off', not {value!r}")
+    return port
 
 
 _UNITS = {"": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
@@ -85,6 +109,7 @@ def serve_command(args: argparse.Namespace) -> int:
                 scorers=args.scorers,
                 host=args.host,
                 port=args.port,
+                grpc_port=args.grpc_port,
                 queue=args.queue,
                 max_queue=args.max_queue,
                 concurrency=args.concurrency,
@@ -96,6 +121,7 @@ def serve_command(args: argparse.Namespace) -> int:
                 synchronous=args.synchronous,
                 jsonl=args.jsonl,
                 forward=args.forward,
+                capture_content=args.capture_content,
                 ingest_token_file=args.ingest_token_file,
                 ssl_certfile=args.ssl_certfile,
                 ssl_keyfile=args.ssl_keyfile,

@@ -40,6 +40,7 @@ class ServeOptions:
     scorers: str
     host: str = "127.0.0.1"
     port: int = 4318
+    grpc_port: int | None = 4317  # None: OTLP/HTTP only
     queue: str = "agentscore-queue.db"
     max_queue: int = 100_000
     concurrency: int = 16
@@ -51,6 +52,7 @@ class ServeOptions:
     synchronous: Synchronous = "FULL"
     jsonl: str = "agentscore-evaluations.jsonl"
     forward: str | None = None
+    capture_content: bool = False  # else OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT
     ingest_token_file: str | None = None
     ssl_certfile: str | None = None
     ssl_keyfile: str | None = None
@@ -108,22 +110,31 @@ def build_service(options: ServeOptions, evals: Evals) -> ServeApp:
         budget=JudgeBudget(options.requests_per_minute, options.tokens_per_minute),
         concurrency=options.concurrency,
         max_age=options.max_age,
+        capture_content=options.capture_content,
     )
+    grpc: GrpcIngest | None = None
+
+    def startup() -> None:
+        worker.start()
+        if grpc is not None:
+            grpc.start()
 
     def shutdown() -> None:
         worker.stop(options.drain_timeout)  # at once when `ServeApp.drain` already ran it
+        if grpc is not None:  # it answered UNAVAILABLE during the drain; now it goes
+            grpc.stop(grace=1.0)
         exporters.shutdown()
         _log.info("serve_stopped", left_on_disk=queue.depth, **stats.snapshot())
         queue.close()
 
     _log.info("serve_configured", destination=exporters.destination, queue=options.queue)
-    return ServeApp(
+    app = ServeApp(
         ingestor,
         queue,
         stats,
         health=health,
         max_queue=options.max_queue,
-        on_startup=worker.start,
+        on_startup=startup,
         on_drain=worker.stop,
         on_shutdown=shutdown,
         forward_to=options.forward,
@@ -131,6 +142,18 @@ def build_service(options: ServeOptions, evals: Evals) -> ServeApp:
         ingest_token=load_ingest_token(os.environ, options.ingest_token_file),
         body_timeout=options.body_timeout,
     )
+    if options.grpc_port is not None:
+        from agentscore.serve.grpc_ingest import GrpcIngest  # grpcio, in the `serve` extra
+
+        certificate, key = options.ssl_certfile, options.ssl_keyfile
+        grpc = GrpcIngest(
+            app,
+            stats,
+            host=options.host,
+            port=options.grpc_port,
+            tls=(certificate, key) if certificate and key else None,
+        )
+    return app
 
 
 def run_service(options: ServeOptions) -> int:

@@ -68,6 +68,7 @@ class ScoringWorker:
         max_age: float | None = None,
         retry: RetryPolicy | None = None,
         sink_timeout: float = 30.0,
+        capture_content: bool = False,
     ) -> None:
         self._queue = queue
         self._ingestor = ingestor
@@ -79,6 +80,8 @@ class ScoringWorker:
             logger_provider=exporters.logger_provider,
             meter_provider=exporters.meter_provider,
         )
+        if capture_content:  # else as OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT says
+            self._telemetry.capture_content = True
         self._stats = stats
         self.health = health or ServiceHealth()
         self._budget = budget or JudgeBudget()

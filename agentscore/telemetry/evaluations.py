@@ -28,6 +28,7 @@ from opentelemetry.trace import (
     TraceFlags,
 )
 
+from agentscore.messages import assistant_text
 from agentscore.result import ScoreResult, ScoreStatus
 from agentscore.run import ScorerRun
 from agentscore.telemetry import semconv
@@ -147,6 +148,15 @@ def evaluation_attributes(result: ScoreResult, capture_content: bool) -> dict[st
     claims = claims_for(result) if capture_content else []
     if claims:
         attributes[CLAIMS_ATTRIBUTE] = json.dumps(claims, ensure_ascii=False)
+    # What a backend shows as the span's input and output (instead of the response id): the
+    # evaluated answer, which is content, and the verdict with its explanation.
+    answer = assistant_text(result.output) if capture_content else ""
+    if answer:
+        attributes[semconv.INPUT_VALUE] = answer
+        attributes[semconv.INPUT_MIME_TYPE] = "text/plain"
+    verdict = {"label": label, "score": averaged_score(result), "explanation": explanation}
+    attributes[semconv.OUTPUT_VALUE] = json.dumps(verdict, ensure_ascii=False)
+    attributes[semconv.OUTPUT_MIME_TYPE] = "application/json"
     if result.response_id:
         attributes[semconv.RESPONSE_ID] = result.response_id
     if result.agent_name:
