@@ -15,6 +15,7 @@ from agentscore.adapters import coerce_messages
 from agentscore.agent import Agent
 from agentscore.errors import ConfigurationError
 from agentscore.messages import Message
+from agentscore.pipeline.evaluate import evaluate
 from agentscore.result import ScoreResult, ScoreStatus
 from agentscore.run import ScorerRun
 from agentscore.runtime.loop import background_loop
@@ -162,7 +163,9 @@ async def _evaluate_item(
     scored: dict[str, ScoreResult] = {}
 
     async def score(scorer: Scorer) -> None:
-        scored[scorer.id] = await scorer.run(run)
+        # The pipeline's evaluate, with no telemetry: a batch run emits no spans, and its
+        # failures are reported per record (the CLI's circuit breaker stops a dead judge).
+        scored[scorer.id] = await evaluate(None, scorer, run, timeout=None)
 
     async with anyio.create_task_group() as task_group:
         for scorer in scorers:
