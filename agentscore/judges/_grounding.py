@@ -18,6 +18,8 @@ from typing import Literal
 from agentscore.judges._grounding_json import Record, context_sentences, related
 from agentscore.judges._grounding_lexicon import (
     DETERMINERS,
+    HEDGE_PHRASES,
+    HEDGE_WORDS,
     SPECULATIVE,
     SPECULATIVE_PHRASES,
     SUBJECTIVE,
@@ -222,20 +224,31 @@ class _Alignment:
 
 
 def _check(claim: str, context: _Context, mode: Mode) -> ClaimCheck:
-    parsed = parse(claim)
+    speculative = _speculative(claim)
+    # The hedge goes, the content stays: "is expected to arrive on the 24th" is judged as
+    # "arrives on the 24th", so both modes agree when the context states it.
+    unhedged = _unhedged(claim) if speculative else claim
+    parsed = parse(unhedged)
     if not parsed.terms and not parsed.numbers:
         return ClaimCheck(claim, "unsure", "The claim states nothing checkable.", None)
     alignment = _align(parsed, context)
     best = alignment.best
     if best is None:
         return ClaimCheck(claim, "unsure", "No context sentence matched the claim.", None)
-    speculative = _speculative(claim)
-    # "expected to arrive on the 24th" restates "expected arrival: the 24th": the context
-    # hedges the same way, so the claim claims no more than it.
-    hedged_alike = speculative and {canon(w) for w in words(speculative)} & best.terms
-    if speculative and mode == "faithfulness" and not hedged_alike:
-        reason = f"Speculative ('{speculative}'); the context states facts, not possibilities"
+    check = _content_check(claim, parsed, alignment, context)
+    doubt = speculative and _speculative(unhedged)  # "unlikely", "by next year": not hedges
+    if speculative and mode == "faithfulness" and (doubt or check.verdict != "yes"):
+        # A possibility the context does not state is neither supported nor contradicted.
+        reason = f"Speculative ('{speculative}'); the context does not state it"
         return _verdict(claim, "unsure", reason, best)
+    return check
+
+
+def _content_check(
+    claim: str, parsed: Parsed, alignment: _Alignment, context: _Context
+) -> ClaimCheck:
+    best = alignment.best
+    assert best is not None
     conflict = _conflict(parsed, alignment, context)
     if conflict is not None:
         kind, what = conflict
@@ -312,6 +325,17 @@ _MONTH_MAY = re.compile(r"\bMay\b(?=\s*\d)|(?<=\d)\s*May\b|(?<=\w\s)May\b")
 
 def _strict_numbers(claim: Parsed) -> list[Number]:
     return [n for n in claim.numbers if not n.exact_only]
+
+
+def _unhedged(claim: str) -> str:
+    # A hedge becomes "will", a stopword auxiliary: the content words stay as they were and
+    # the claim stays a statement ("Order 1042 likely arrive" would read as a bare phrase).
+    text = HEDGE_PHRASES.sub(" will ", claim)
+    return _WORD.sub(lambda m: " will " if m.group() in HEDGE_WORDS else m.group(), text)
+
+
+# Lower-case only: "Will", "May" and "Expected" may start names and titles.
+_WORD = re.compile(r"\b[a-z]+\b")
 
 
 def _speculative(claim: str) -> str | None:

@@ -14,6 +14,8 @@ __all__ = [
     "DETERMINERS",
     "FRAMING",
     "HEDGES",
+    "HEDGE_PHRASES",
+    "HEDGE_WORDS",
     "IRREGULAR_FORMS",
     "KEY_WORDS",
     "NEGATIONS",
@@ -79,6 +81,22 @@ SPECULATIVE = _bag(
     """
 )
 
+# Hedges that leave a claim's content as it is: "is expected to arrive on the 24th" says
+# what "arrives on the 24th" says, so whether the context states that content decides, in
+# either mode. Doubt is not a hedge of this kind ("unlikely to arrive", "allegedly stole"
+# question the content), nor is a time ("next year" is content) or a phrase that is often
+# literal ("going to Paris"). Matched lower-case only: "Will" and "May" start names and dates.
+HEDGE_WORDS = _bag(
+    """
+    might may could should would possibly perhaps likely probably potentially maybe
+    presumably expected scheduled anticipated
+    """
+)
+HEDGE_PHRASES = re.compile(
+    r"\b(?:plans? to|planning to|intends? to|expected to|scheduled (?:to|for)|"
+    r"(?:is|are) set to|slated to|poised to|on track to|aims? to)\b"
+)
+
 # Evaluative words: an opinion is only grounded if the context voices it too.
 SUBJECTIVE = _bag(
     """
@@ -119,8 +137,8 @@ HEDGES = _bag(
 
 # Multi-word forecasts and intentions: a stated plan is not a fact about the present.
 SPECULATIVE_PHRASES = re.compile(
-    r"\b(?:plans? to|planning to|intends? to|expected to|is set to|aims? to|"
-    r"by next (?:year|month|week|quarter|decade)|next year|in the future|going to)\b",
+    rf"{HEDGE_PHRASES.pattern}|"
+    r"\b(?:going to|by next (?:year|month|week|quarter|decade)|next year|in the future)\b",
     re.IGNORECASE,
 )
 
