@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from agentscore.judges._grounding_derived import MAX_OPERANDS, derivable
 from agentscore.judges._grounding_json import Record, context_sentences, related
 from agentscore.judges._grounding_lexicon import (
     DETERMINERS,
@@ -112,6 +113,7 @@ class _Context:
     prefixes: frozenset[str]  # NAME_PREFIX-letter starts of context words
     number_weight: float  # alignment weight of a matched number: as rare as the rarest word
     universals: frozenset[str]  # "every", "always", ... as written anywhere in the context
+    names: frozenset[str]  # stems of the context's proper-noun candidates
 
 
 def check_claims(
@@ -182,6 +184,7 @@ def _prepare(context: Sequence[str]) -> _Context:
         prefixes,
         weight,
         universals,
+        frozenset().union(*(s.names for s in sentences)),
     )
 
 
@@ -249,21 +252,55 @@ def _content_check(
 ) -> ClaimCheck:
     best = alignment.best
     assert best is not None
+    # Decisions read names as written: a claim that writes a name of the context in lower
+    # case ("kathmandu", tokenised or lower-cased text) hides its names from the name
+    # checks, so none of its verdicts is decided.
+    cased = not _lowered_names(claim, context)
     conflict = _conflict(parsed, alignment, context)
     if conflict is not None:
         kind, what = conflict
-        sure = DECIDED if kind in _DECISIVE or _invented_name(kind, parsed, context) else UNDECIDED
-        return _verdict(claim, "no", f"Contradicts the context: {what}", best, sure)
+        decisive = kind in _DECISIVE or _invented_name(kind, parsed, context)
+        sure = (
+            cased and decisive and not (kind == "number" and _computed(parsed, alignment, context))
+        )
+        return _verdict(claim, "no", f"Contradicts the context: {what}", best, _level(sure))
     gap = _gap(parsed, alignment, context)
     if gap is not None:
-        # A number the context nowhere holds is a fact it does not give; other gaps are
-        # often paraphrase or words the context implies.
-        unknown = any(not _in_context(n, context) for n in _strict_numbers(parsed))
-        sure = DECIDED if unknown else UNDECIDED
-        return _verdict(claim, "unsure", f"Not supported by the context: {gap}", best, sure)
+        # A number the context nowhere holds is a fact it does not give, unless the writer
+        # computed it; other gaps are often paraphrase or words the context implies.
+        unknown = [n for n in _strict_numbers(parsed) if not _in_context(n, context)]
+        sure = cased and bool(unknown) and not _computed(parsed, alignment, context)
+        return _verdict(claim, "unsure", f"Not supported by the context: {gap}", best, _level(sure))
     if _restated(parsed, alignment):
-        return _verdict(claim, "yes", "Stated in the context", best, DECIDED)
+        return _verdict(claim, "yes", "Stated in the context", best, _level(cased))
     return _verdict(claim, "yes", "Supported by the context", best)
+
+
+def _lowered_names(claim: str, context: _Context) -> bool:
+    # Title words ("Order of Merit") are names to the parser too, so a claim that capitalises
+    # some other word is taken as written.
+    tokens = words(claim)
+    if any(_CAPITALISED.match(t) for t in tokens[1:]):
+        return False
+    return any(t.islower() and canon(t) in context.names for t in tokens)
+
+
+_CAPITALISED = re.compile(r"[A-Z][a-z]")
+
+
+def _level(sure: bool) -> float:
+    return DECIDED if sure else UNDECIDED
+
+
+def _computed(claim: Parsed, alignment: _Alignment, context: _Context) -> bool:
+    """A number of the claim the context lacks may be a count, a margin, a total or a share
+    of the context's numbers: the local judge cannot tell, so it does not decide."""
+    operands = context.numbers
+    if len(operands) > MAX_OPERANDS:
+        operands = tuple(n for s in alignment.record for n in s.numbers)
+    return any(
+        derivable(n, operands) for n in _strict_numbers(claim) if not _in_context(n, context)
+    )
 
 
 def _verdict(
@@ -357,8 +394,13 @@ _DECISIVE = frozenset({"number", "state", "missing"})
 
 
 def _invented_name(kind: str, claim: Parsed, context: _Context) -> bool:
-    unknown = [n for n in claim.names if not _known_name(n, context)]
-    return kind == "name" and bool(unknown)
+    # One name swapped for an invented one in a short claim; several unknown names are more
+    # often a title or a phrase the context words otherwise ("Bachelor of Arts"), and a long
+    # claim's name may belong to a clause the evidence does not restate.
+    unknown = {n for n in claim.names if not _known_name(n, context)}
+    at = [i for i, term in enumerate(claim.seq) if term in unknown]
+    one_name = bool(at) and at[-1] - at[0] == len(at) - 1  # "Otto Brandt": adjacent words
+    return kind == "name" and one_name and len(claim.terms) <= SHORT_CLAIM
 
 
 def _conflict(claim: Parsed, alignment: _Alignment, context: _Context) -> tuple[str, str] | None:
