@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Literal, TypeVar
 
 import anyio
@@ -96,6 +96,8 @@ class StepParams:
 
     async def ask(self, request: JudgeRequest[T]) -> T:
         self.prompts[self.step] = request.prompt
+        # The run id lets a judge choose runs reproducibly (a cascade's calibration share).
+        request = replace(request, payload={**request.payload, "run_id": self.run.run_id})
         try:
             reply = await self.judge.complete(request)
         except JudgeError as exc:

@@ -46,6 +46,7 @@ class ServeApp:
         on_shutdown: Callable[[], None] = lambda: None,
         forward_to: str | None = None,
         forward_headers: Mapping[str, str] | None = None,
+        judge_health: Callable[[], Mapping[str, Any]] = dict,
     ) -> None:
         self._ingestor = ingestor
         self._queue = queue
@@ -57,6 +58,7 @@ class ServeApp:
         self._on_shutdown = on_shutdown
         self._forward_to = forward_to
         self._forward_headers = dict(forward_headers or {})
+        self._judge_health = judge_health
         self.draining = False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -134,6 +136,7 @@ class ServeApp:
             "queue_depth": self._queue.depth,
             "pending_jobs": self._queue.pending_jobs,
             **self._stats.snapshot(),
+            **self._judge_health(),
         }
 
 

@@ -12,6 +12,7 @@ import structlog
 
 from agentscore.errors import ConfigurationError
 from agentscore.evals import Evals
+from agentscore.judges.cascade import cascade_health
 from agentscore.scorers.base import Scorer
 from agentscore.serve.app import ServeApp
 from agentscore.serve.budget import JudgeBudget
@@ -91,6 +92,7 @@ def build_service(options: ServeOptions, evals: Evals) -> ServeApp:
         queue.close()
 
     _log.info("serve_configured", destination=exporters.destination, queue=options.queue)
+    judges = {entry.scorer.id: entry.scorer.judge for entry in evals.entries}
     return ServeApp(
         ingestor,
         queue,
@@ -100,6 +102,7 @@ def build_service(options: ServeOptions, evals: Evals) -> ServeApp:
         on_shutdown=shutdown,
         forward_to=options.forward,
         forward_headers=forward_headers(os.environ) if options.forward else None,
+        judge_health=lambda: {"cascades": cascade_health(judges)},
     )
 
 
