@@ -19,6 +19,7 @@ from opentelemetry.trace import Span, SpanContext
 from agentscore._options import check_number
 from agentscore.adapters import coerce_messages
 from agentscore.errors import ConfigurationError, UnreadableMessageError
+from agentscore.judges.check import JudgeCheck, check_judges
 from agentscore.live._callbacks import call_user
 from agentscore.live.runner import Runner, ScoreJob, ScoreSink, default_runner
 from agentscore.live.sampling import sample_point, sampled
@@ -247,6 +248,13 @@ class Evals:
             job = ScoreJob(scorer, run, job_telemetry, sink, read)
             queued = runner.submit(job) or queued
         return queued
+
+    def check(self) -> list[JudgeCheck]:
+        """Send each distinct judge of these scorers one small request and report, per model,
+        what is wrong in plain words (a misspelled model, a refused key, an endpoint that
+        cannot be reached); `JudgeCheck.ok` when it answered. Blocking (up to 20 s a judge);
+        never raises for a judge's failure. The offline local judge is always ok."""
+        return check_judges(entry.scorer.judge for entry in self.entries)
 
     @classmethod
     def coerce(cls, value: EvalsLike) -> Evals:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +24,7 @@ from agentscore.serve.queue import SqliteQueue, Synchronous
 from agentscore.serve.stats import ServiceStats
 from agentscore.serve.worker import ScoringWorker
 
-__all__ = ["ServeOptions", "build_service", "load_evals", "run_service"]
+__all__ = ["ServeOptions", "build_service", "load_evals", "log_judge_checks", "run_service"]
 
 _log = structlog.get_logger("agentscore.serve")
 
@@ -64,6 +65,21 @@ def load_evals(spec: str) -> Evals:
     if not ids or len(set(ids)) != len(ids):
         raise ConfigurationError(f"{spec} needs at least one scorer, each with its own id")
     return evals
+
+
+def log_judge_checks(evals: Evals) -> None:
+    """One log line per judge model: `judge_check_ok`, or a warning saying what is wrong."""
+    for check in evals.check():
+        if check.ok:
+            _log.info("judge_check_ok", model=check.model, endpoint=check.endpoint)
+        else:
+            _log.warning(
+                "judge_check_failed",
+                model=check.model,
+                endpoint=check.endpoint,
+                problem=check.problem,
+                error_type=check.error_type,
+            )
 
 
 def build_service(options: ServeOptions, evals: Evals) -> ServeApp:
@@ -109,7 +125,11 @@ def build_service(options: ServeOptions, evals: Evals) -> ServeApp:
 def run_service(options: ServeOptions) -> int:
     import uvicorn  # the `serve` extra
 
-    app = build_service(options, load_evals(options.scorers))
+    evals = load_evals(options.scorers)
+    # In the background: a judge that is down at start may be up a minute later, and the
+    # queue keeps the work until then, so the service starts whatever the check finds.
+    threading.Thread(target=log_judge_checks, args=(evals,), daemon=True).start()
+    app = build_service(options, evals)
     config = uvicorn.Config(
         app,
         host=options.host,
