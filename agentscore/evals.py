@@ -16,7 +16,7 @@ import structlog
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanContext
 
-from agentscore._options import check_number
+from agentscore._options import check_mapping, check_number, check_text
 from agentscore.adapters import coerce_messages
 from agentscore.errors import ConfigurationError, UnreadableMessageError
 from agentscore.judges.check import JudgeCheck, check_judges
@@ -89,10 +89,14 @@ class Evals:
         `input` and `output` take any shape `agentscore.adapters` reads (a string, OpenAI chat
         messages, Responses / Agents SDK items, pydantic-ai messages, GenAI semconv JSON).
         The evaluation is parented to `span` (a `Span` or `SpanContext`; default: the current
-        span) and sampled on its trace id. Returns at once, never raises: True when at least
-        one scorer was queued. Messages no adapter reads end as failed results
-        (`UnreadableMessageError`), never as a score of an empty answer.
+        span) and sampled on its trace id. Returns at once, never raises for scoring trouble:
+        True when at least one scorer was queued. Messages no adapter reads end as failed
+        results (`UnreadableMessageError`), never as a score of an empty answer. An option of
+        the wrong type (`request_context=[1, 2]`) is a `ConfigurationError` naming it, at once.
         """
+        check_mapping("request_context", request_context)
+        check_text("conversation_id", conversation_id)
+        check_text("agent_name", agent_name)
         try:
             context = _span_context(span)
             run_id = f"{random.getrandbits(128):032x}"  # unique, not secret: no need for uuid4

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agentscore._options import check_number
+from agentscore._options import check_flag, check_number
 from agentscore.context import (
     ContextParams,
     GetContext,
@@ -67,6 +67,8 @@ def build_claim_scorer(
         raise ConfigurationError("get_context must be callable")
     if timeout is not None:
         check_number("timeout", timeout, low=0, open_low=True)
+    check_flag("user_facts", options.user_facts)
+    check_flag("unsure_counts_as_supported", options.unsure_counts_as_supported)
     steps = _StepwiseSteps(options) if options.stepwise else _OneCallSteps(options)
     return Scorer(
         id=id,
