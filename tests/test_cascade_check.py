@@ -11,6 +11,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from agentscore.errors import ConfigurationError
+from agentscore.judges import OpenAIJudge
 from agentscore.judges.cascade import Agreement, CascadeJudge, cascade_health
 from agentscore.scorers import create_faithfulness_scorer
 from agentscore.testing import ScriptedEndpoint, ScriptedReply, chat_completion
@@ -112,16 +113,21 @@ async def test_agreement_is_tracked_per_verdict_kind_and_judged_on_full_windows(
 
 async def test_agreement_and_local_deciding_are_exported_as_gauges(otel: Otel) -> None:
     llm = ScriptedLLM("no")
-    judge = self_checking(llm)
+    # A name of its own: other tests' cascades may still be alive, and are observed too.
+    then = OpenAIJudge("judge-gauges", client=llm.endpoint.client(max_retries=0))
+    judge = CascadeJudge(then=then, calibration=0.5, agreement_window=WINDOW)
     await score(judge, range(30))
     data = otel.metrics.get_metrics_data()
+    gauges = {"agentscore.cascade.agreement", "agentscore.cascade.local_deciding"}
     points: dict[str, list[tuple[dict[str, Any], float]]] = {}
     for resource in data.resource_metrics if data else ():
         for scope in resource.scope_metrics:
             for metric in scope.metrics:
-                for point in metric.data.data_points:
-                    points.setdefault(metric.name, []).append((dict(point.attributes), point.value))
-    mine = {"gen_ai.request.model": "local+judge-llm"}
+                if metric.name in gauges:
+                    for point in metric.data.data_points:
+                        entry = (dict(point.attributes or {}), point.value)
+                        points.setdefault(metric.name, []).append(entry)
+    mine = {"gen_ai.request.model": "local+judge-gauges"}
     assert (
         {**mine, "agentscore.cascade.verdict": "yes"},
         0.0,

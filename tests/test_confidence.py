@@ -110,6 +110,14 @@ def test_a_number_the_writer_may_have_computed_is_not_decided(claim: str) -> Non
     assert decided(claim, BOX_SCORE)[1] is False
 
 
+def test_a_year_next_to_one_the_context_gives_is_not_decided_missing() -> None:
+    context = ["The first debate was held in June.", "The 2020 presidential cycle began early."]
+    assert decided("The first debate was held in June 2019.", context)[1] is False
+    assert decided("The first debate was held in June 2015.", context) == ("unsure", True)
+    # The same year given otherwise for the same fact is a contradiction all the same.
+    assert decided("The Riverside Library opened in 1963.", PROSE) == ("no", True)
+
+
 @pytest.mark.parametrize(
     ("claim", "context"),
     [

@@ -11,11 +11,11 @@ from __future__ import annotations
 import math
 import re
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from agentscore.judges._grounding_derived import MAX_OPERANDS, derivable
+from agentscore.judges._grounding_derived import MAX_OPERANDS, derivable, next_year
 from agentscore.judges._grounding_json import Record, context_sentences, related
 from agentscore.judges._grounding_lexicon import (
     DETERMINERS,
@@ -260,16 +260,18 @@ def _content_check(
     if conflict is not None:
         kind, what = conflict
         decisive = kind in _DECISIVE or _invented_name(kind, parsed, context)
-        sure = (
-            cased and decisive and not (kind == "number" and _computed(parsed, alignment, context))
-        )
+        computed = kind == "number" and _computed(parsed, alignment, context, derivable)
+        sure = cased and decisive and not computed
         return _verdict(claim, "no", f"Contradicts the context: {what}", best, _level(sure))
     gap = _gap(parsed, alignment, context)
     if gap is not None:
         # A number the context nowhere holds is a fact it does not give, unless the writer
         # computed it; other gaps are often paraphrase or words the context implies.
         unknown = [n for n in _strict_numbers(parsed) if not _in_context(n, context)]
-        sure = cased and bool(unknown) and not _computed(parsed, alignment, context)
+        computed = any(
+            _computed(parsed, alignment, context, test) for test in (derivable, next_year)
+        )
+        sure = cased and bool(unknown) and not computed
         return _verdict(claim, "unsure", f"Not supported by the context: {gap}", best, _level(sure))
     if _restated(parsed, alignment):
         return _verdict(claim, "yes", "Stated in the context", best, _level(cased))
@@ -292,15 +294,19 @@ def _level(sure: bool) -> float:
     return DECIDED if sure else UNDECIDED
 
 
-def _computed(claim: Parsed, alignment: _Alignment, context: _Context) -> bool:
-    """A number of the claim the context lacks may be a count, a margin, a total or a share
-    of the context's numbers: the local judge cannot tell, so it does not decide."""
+def _computed(
+    claim: Parsed,
+    alignment: _Alignment,
+    context: _Context,
+    test: Callable[[Number, Sequence[Number]], bool],
+) -> bool:
+    """A number of the claim the context lacks may be computed from the context's numbers (a
+    count, a margin, a total, a share, the next year): the local judge cannot tell, so it
+    does not decide."""
     operands = context.numbers
     if len(operands) > MAX_OPERANDS:
         operands = tuple(n for s in alignment.record for n in s.numbers)
-    return any(
-        derivable(n, operands) for n in _strict_numbers(claim) if not _in_context(n, context)
-    )
+    return any(test(n, operands) for n in _strict_numbers(claim) if not _in_context(n, context))
 
 
 def _verdict(

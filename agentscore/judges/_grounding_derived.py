@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from agentscore.judges._grounding_numbers import Number
 
-__all__ = ["SMALL_COUNT", "derivable"]
+__all__ = ["MAX_OPERANDS", "SMALL_COUNT", "derivable", "next_year"]
 
 # Counts and ranks up to here are mostly counted or ranked from the context ("two goals",
 # "third straight win"), not copied, and the context rarely writes them down.
@@ -41,6 +41,15 @@ def derivable(number: Number, operands: Sequence[Number]) -> bool:
         few = values[:_SHARE_OPERANDS]
         return any(b and abs(100 * a / b - target) < 0.5 for a in few for b in few if a < b)
     return False
+
+
+def next_year(number: Number, operands: Sequence[Number]) -> bool:
+    """Whether `number` is a year next to one of `operands` ("the following season", "within
+    a year of"): a writer's step from a year the context gives, when the context gives none
+    for this fact. Not for a year the evidence gives otherwise: that is a contradiction."""
+    return number.kind == "year" and any(
+        n.kind == "year" and abs(n.value - number.value) == 1 for n in operands
+    )
 
 
 def _has(values: set[float], value: float) -> bool:
