@@ -104,6 +104,8 @@ BOX_SCORE = [
         "Jaylen Brown shot 50 percent from the field.",  # a share: 9 of 18
         "The Celtics won their third straight game.",  # a rank counted from elsewhere
         "Jaylen Brown made two free throws.",  # a small count
+        "The two teams scored a total of 250 points.",  # an aggregate the claim announces
+        "Jaylen Brown is averaging 21.5 points a game.",
     ],
 )
 def test_a_number_the_writer_may_have_computed_is_not_decided(claim: str) -> None:

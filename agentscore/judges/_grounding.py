@@ -18,6 +18,7 @@ from typing import Literal
 from agentscore.judges._grounding_derived import MAX_OPERANDS, derivable, next_year
 from agentscore.judges._grounding_json import Record, context_sentences, related
 from agentscore.judges._grounding_lexicon import (
+    COMPUTING,
     DETERMINERS,
     HEDGE_PHRASES,
     HEDGE_WORDS,
@@ -303,10 +304,13 @@ def _computed(
     """A number of the claim the context lacks may be computed from the context's numbers (a
     count, a margin, a total, a share, the next year): the local judge cannot tell, so it
     does not decide."""
+    unknown = [n for n in _strict_numbers(claim) if not _in_context(n, context)]
+    if unknown and any(w.lower() in COMPUTING for w in words(claim.text)):
+        return True  # "a total of 50,000", "averaging 25 points per game"
     operands = context.numbers
     if len(operands) > MAX_OPERANDS:
         operands = tuple(n for s in alignment.record for n in s.numbers)
-    return any(test(n, operands) for n in _strict_numbers(claim) if not _in_context(n, context))
+    return any(test(n, operands) for n in unknown)
 
 
 def _verdict(

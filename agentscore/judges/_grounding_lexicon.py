@@ -11,6 +11,7 @@ __all__ = [
     "ABBREVIATIONS",
     "ANTONYM_PAIRS",
     "CALENDAR",
+    "COMPUTING",
     "DETERMINERS",
     "FRAMING",
     "HEDGES",
@@ -95,6 +96,17 @@ HEDGE_WORDS = _bag(
 HEDGE_PHRASES = re.compile(
     r"\b(?:plans? to|planning to|intends? to|expected to|scheduled (?:to|for)|"
     r"(?:is|are) set to|slated to|poised to|on track to|aims? to)\b"
+)
+
+# Words that say a number was computed from others ("a total of 50,000", "averaging 25 points
+# a game", "won by a margin of 7"): the local judge does no arithmetic, so a number such a
+# claim gives and the context lacks is never decided. Not "per": mostly "per cent".
+COMPUTING = _bag(
+    """
+    total totals totalled totaled totaling totalling combined combine combining average
+    averages averaged averaging mean median sum altogether overall aggregate cumulative
+    difference margin ratio
+    """
 )
 
 # Evaluative words: an opinion is only grounded if the context voices it too.
