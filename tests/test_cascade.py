@@ -317,8 +317,9 @@ def test_local_plus_a_model_name_is_a_cascade_wherever_a_name_is_accepted() -> N
     assert isinstance(scorer.judge, CascadeJudge)
     assert scorer.judge.model_name == "local+gpt-4o-mini"
     assert scorer.judge.then.model_name == "gpt-4o-mini"
-    # A run the local judge is sure of never reaches the (unconfigured) LLM.
-    result = scorer.run_sync(run(SURE_ANSWER))
+    # A run the local judge is sure of never reaches the (unconfigured) LLM. Its run id is
+    # fixed: one outside the default 2% calibration share (its hash is 0.59 of the range).
+    result = scorer.run_sync(run(SURE_ANSWER, run_id="sure-run"))
     assert (result.score, result.judge_model) == (0.0, "local+gpt-4o-mini")
     with pytest.raises(ConfigurationError, match="must not be empty"):
         create_hallucination_scorer("local+")
