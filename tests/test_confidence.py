@@ -112,6 +112,12 @@ def test_a_number_the_writer_may_have_computed_is_not_decided(claim: str) -> Non
     assert decided(claim, BOX_SCORE)[1] is False
 
 
+def test_a_restatement_about_another_person_is_not_decided() -> None:
+    context = ["She has moved to Leeds with her family."]
+    assert decided("She has moved to Leeds with her family.", context) == ("yes", True)
+    assert decided("He has moved to Leeds with his family.", context)[1] is False
+
+
 def test_a_year_next_to_one_the_context_gives_is_not_decided_missing() -> None:
     context = ["The first debate was held in June.", "The 2020 presidential cycle began early."]
     assert decided("The first debate was held in June 2019.", context)[1] is False

@@ -602,7 +602,7 @@ def _restated(claim: Parsed, alignment: _Alignment) -> bool:
         return False
     if any(n.hedged for n in claim.numbers):
         return False  # an approximation is a judgement call, not a restatement
-    if _QUANTIFIER.search(claim.text):
+    if _QUANTIFIER.search(claim.text) or _other_person(claim.text, best.text):
         return False
     record = alignment.record if alignment.place and alignment.place[1] is not None else (best,)
     if len(record) > 1:
@@ -615,6 +615,22 @@ def _restated(claim: Parsed, alignment: _Alignment) -> bool:
         return False
     numbers = [n for s in record for n in s.numbers]
     return all(_supported_number(n, numbers) for n in _strict_numbers(claim))
+
+
+_PERSONS = (
+    frozenset({"he", "him", "his", "himself"}),
+    frozenset({"she", "her", "hers", "herself"}),
+)
+
+
+def _other_person(claim: str, evidence: str) -> bool:
+    """The claim says "he" where the evidence says only "she" (or the reverse): pronouns are
+    function words to the alignment, but a swapped one makes a restatement about someone
+    else, the error dialogue summaries make most."""
+    said = {w.lower() for w in words(claim)}
+    has = {w.lower() for w in words(evidence)}
+    return any(said & group and not has & group and has & other for group, other in
+               (_PERSONS, _PERSONS[::-1]))  # fmt: skip
 
 
 _AUXILIARY_WORDS = (
