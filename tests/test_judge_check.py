@@ -161,6 +161,15 @@ def test_evals_check_of_a_cascade_asks_its_llm_stage(
         assert KEY not in llm_check.problem
 
 
+def test_each_check_asks_the_endpoint_not_the_reply_cache(openai_env: pytest.MonkeyPatch) -> None:
+    with chat_server(pong) as server:
+        judge = OpenAIJudge("judge-model", base_url=server.base_url, max_retries=0)
+        evals = Evals(scorers=[create_faithfulness_scorer(judge)])
+        assert [check.ok for check in evals.check()] == [True]
+        assert [check.ok for check in evals.check()] == [True]
+    assert len(server.requests) == 2  # a key revoked in between would be found
+
+
 def test_an_unreachable_endpoint_is_reported_not_raised(openai_env: pytest.MonkeyPatch) -> None:
     judge = OpenAIJudge("judge-model", base_url="http://127.0.0.1:9/v1", max_retries=0)
     [check] = Evals(scorers=[create_faithfulness_scorer(judge)]).check()

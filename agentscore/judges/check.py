@@ -5,6 +5,7 @@ start use it; `agentscore eval` explains its failures with `explain`."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -44,12 +45,15 @@ class _Ping(BaseModel):
     ok: bool
 
 
-_PING = JudgeRequest(
-    task="judge.check",
-    system="You are a health check. Reply with JSON only.",
-    prompt='Reply with this JSON object and nothing else: {"ok": true}',
-    output_type=_Ping,
-)
+def _ping() -> JudgeRequest[_Ping]:
+    # A new text each time: a judge's reply cache must not answer a check from memory.
+    return JudgeRequest(
+        task="judge.check",
+        system="You are a health check. Reply with JSON only.",
+        prompt=f"Check {uuid.uuid4().hex[:8]}. Reply with this JSON object and nothing else: "
+        '{"ok": true}',
+        output_type=_Ping,
+    )
 
 
 async def check_judge(judge: Judge, *, timeout: float = CHECK_TIMEOUT) -> list[JudgeCheck]:
@@ -62,7 +66,7 @@ async def check_judge(judge: Judge, *, timeout: float = CHECK_TIMEOUT) -> list[J
     endpoint = getattr(judge, "endpoint", None)
     try:
         with anyio.fail_after(timeout):
-            await judge.complete(_PING)
+            await judge.complete(_ping())
     except UnsupportedTaskError:
         pass  # a judge that only answers claim requests: nothing a check can ask it
     except TimeoutError:
