@@ -173,7 +173,8 @@ def run_cascade(items: Sequence[Item], escalate: Escalate) -> CascadeOutcome:
     endpoint = ScriptedEndpoint(oracle)
     llm = OpenAIJudge("oracle", client=endpoint.client(max_retries=0), use_cache=False)
     scorer = create_hallucination_scorer(
-        CascadeJudge(LocalJudge(), llm, escalate=escalate),
+        # No calibration share: it would send 2% more runs to the oracle, by random run id.
+        CascadeJudge(LocalJudge(), llm, escalate=escalate, calibration=0.0),
         get_context=run_context,
         include_reason=False,
     )

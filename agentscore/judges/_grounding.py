@@ -11,13 +11,22 @@ from __future__ import annotations
 import math
 import re
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from agentscore.judges._grounding_json import Record, context_sentences, json_fields, related
+from agentscore.judges._grounding_derived import MAX_OPERANDS, derivable, next_year
+from agentscore.judges._grounding_json import (
+    Record,
+    context_sentences,
+    json_fields,
+    related,
+)
 from agentscore.judges._grounding_lexicon import (
+    COMPUTING,
     DETERMINERS,
+    HEDGE_PHRASES,
+    HEDGE_WORDS,
     SPECULATIVE,
     SPECULATIVE_PHRASES,
     SUBJECTIVE,
@@ -110,6 +119,7 @@ class _Context:
     prefixes: frozenset[str]  # NAME_PREFIX-letter starts of context words
     number_weight: float  # alignment weight of a matched number: as rare as the rarest word
     universals: frozenset[str]  # "every", "always", ... as written anywhere in the context
+    names: frozenset[str]  # stems of the context's proper-noun candidates
 
 
 def check_claims(
@@ -206,6 +216,7 @@ def _prepare(context: Sequence[str]) -> _Context:
         prefixes,
         weight,
         universals,
+        frozenset().union(*(s.names for s in sentences)),
     )
 
 
@@ -248,35 +259,89 @@ class _Alignment:
 
 
 def _check(claim: str, context: _Context, mode: Mode) -> ClaimCheck:
-    parsed = parse(claim)
+    speculative = _speculative(claim)
+    # The hedge goes, the content stays: "is expected to arrive on the 24th" is judged as
+    # "arrives on the 24th", so both modes agree when the context states it.
+    unhedged = _unhedged(claim) if speculative else claim
+    parsed = parse(unhedged)
     if not parsed.terms and not parsed.numbers:
         return ClaimCheck(claim, "unsure", "The claim states nothing checkable.", None)
     alignment = _align(parsed, context)
     best = alignment.best
     if best is None:
         return ClaimCheck(claim, "unsure", "No context sentence matched the claim.", None)
-    speculative = _speculative(claim)
-    # "expected to arrive on the 24th" restates "expected arrival: the 24th": the context
-    # hedges the same way, so the claim claims no more than it.
-    hedged_alike = speculative and {canon(w) for w in words(speculative)} & best.terms
-    if speculative and mode == "faithfulness" and not hedged_alike:
-        reason = f"Speculative ('{speculative}'); the context states facts, not possibilities"
+    check = _content_check(claim, parsed, alignment, context)
+    doubt = speculative and _speculative(unhedged)  # "unlikely", "by next year": not hedges
+    if speculative and mode == "faithfulness" and (doubt or check.verdict != "yes"):
+        # A possibility the context does not state is neither supported nor contradicted.
+        reason = f"Speculative ('{speculative}'); the context does not state it"
         return _verdict(claim, "unsure", reason, best)
+    return check
+
+
+def _content_check(
+    claim: str, parsed: Parsed, alignment: _Alignment, context: _Context
+) -> ClaimCheck:
+    best = alignment.best
+    assert best is not None
+    # Decisions read names as written: a claim that writes a name of the context in lower
+    # case ("kathmandu", tokenised or lower-cased text) hides its names from the name
+    # checks, so none of its verdicts is decided.
+    cased = not _lowered_names(claim, context)
     conflict = _conflict(parsed, alignment, context)
     if conflict is not None:
         kind, what = conflict
-        sure = DECIDED if kind in _DECISIVE or _invented_name(kind, parsed, context) else UNDECIDED
-        return _verdict(claim, "no", f"Contradicts the context: {what}", best, sure)
+        decisive = kind in _DECISIVE or _invented_name(kind, parsed, context)
+        computed = kind == "number" and _computed(parsed, alignment, context, derivable)
+        sure = cased and decisive and not computed
+        return _verdict(claim, "no", f"Contradicts the context: {what}", best, _level(sure))
     gap = _gap(parsed, alignment, context)
     if gap is not None:
-        # A number the context nowhere holds is a fact it does not give; other gaps are
-        # often paraphrase or words the context implies.
-        unknown = any(not _in_context(n, context) for n in _strict_numbers(parsed))
-        sure = DECIDED if unknown else UNDECIDED
-        return _verdict(claim, "unsure", f"Not supported by the context: {gap}", best, sure)
+        # A number the context nowhere holds is a fact it does not give, unless the writer
+        # computed it; other gaps are often paraphrase or words the context implies.
+        unknown = [n for n in _strict_numbers(parsed) if not _in_context(n, context)]
+        computed = any(
+            _computed(parsed, alignment, context, test) for test in (derivable, next_year)
+        )
+        sure = cased and bool(unknown) and not computed
+        return _verdict(claim, "unsure", f"Not supported by the context: {gap}", best, _level(sure))
     if _restated(parsed, alignment):
-        return _verdict(claim, "yes", "Stated in the context", best, DECIDED)
+        return _verdict(claim, "yes", "Stated in the context", best, _level(cased))
     return _verdict(claim, "yes", "Supported by the context", best)
+
+
+def _lowered_names(claim: str, context: _Context) -> bool:
+    # Title words ("Order of Merit") are names to the parser too, so a claim that capitalises
+    # some other word is taken as written.
+    tokens = words(claim)
+    if any(_CAPITALISED.match(t) for t in tokens[1:]):
+        return False
+    return any(t.islower() and canon(t) in context.names for t in tokens)
+
+
+_CAPITALISED = re.compile(r"[A-Z][a-z]")
+
+
+def _level(sure: bool) -> float:
+    return DECIDED if sure else UNDECIDED
+
+
+def _computed(
+    claim: Parsed,
+    alignment: _Alignment,
+    context: _Context,
+    test: Callable[[Number, Sequence[Number]], bool],
+) -> bool:
+    """A number of the claim the context lacks may be computed from the context's numbers (a
+    count, a margin, a total, a share, the next year): the local judge cannot tell, so it
+    does not decide."""
+    unknown = [n for n in _strict_numbers(claim) if not _in_context(n, context)]
+    if unknown and any(w.lower() in COMPUTING for w in words(claim.text)):
+        return True  # "a total of 50,000", "averaging 25 points per game"
+    operands = context.numbers
+    if len(operands) > MAX_OPERANDS:
+        operands = tuple(n for s in alignment.record for n in s.numbers)
+    return any(test(n, operands) for n in unknown)
 
 
 def _verdict(
@@ -339,6 +404,17 @@ def _strict_numbers(claim: Parsed) -> list[Number]:
     return [n for n in claim.numbers if not n.exact_only]
 
 
+def _unhedged(claim: str) -> str:
+    # A hedge becomes "will", a stopword auxiliary: the content words stay as they were and
+    # the claim stays a statement ("Order 1042 likely arrive" would read as a bare phrase).
+    text = HEDGE_PHRASES.sub(" will ", claim)
+    return _WORD.sub(lambda m: " will " if m.group() in HEDGE_WORDS else m.group(), text)
+
+
+# Lower-case only: "Will", "May" and "Expected" may start names and titles.
+_WORD = re.compile(r"\b[a-z]+\b")
+
+
 def _speculative(claim: str) -> str | None:
     for token in words(_MONTH_MAY.sub(" ", claim)):
         if token.lower() in SPECULATIVE:
@@ -358,8 +434,13 @@ _DECISIVE = frozenset({"number", "state", "missing"})
 
 
 def _invented_name(kind: str, claim: Parsed, context: _Context) -> bool:
-    unknown = [n for n in claim.names if not _known_name(n, context)]
-    return kind == "name" and bool(unknown)
+    # One name swapped for an invented one in a short claim; several unknown names are more
+    # often a title or a phrase the context words otherwise ("Bachelor of Arts"), and a long
+    # claim's name may belong to a clause the evidence does not restate.
+    unknown = {n for n in claim.names if not _known_name(n, context)}
+    at = [i for i, term in enumerate(claim.seq) if term in unknown]
+    one_name = bool(at) and at[-1] - at[0] == len(at) - 1  # "Otto Brandt": adjacent words
+    return kind == "name" and one_name and len(claim.terms) <= SHORT_CLAIM
 
 
 def _conflict(claim: Parsed, alignment: _Alignment, context: _Context) -> tuple[str, str] | None:
@@ -551,7 +632,7 @@ def _restated(claim: Parsed, alignment: _Alignment) -> bool:
         return False
     if any(n.hedged for n in claim.numbers):
         return False  # an approximation is a judgement call, not a restatement
-    if _QUANTIFIER.search(claim.text):
+    if _QUANTIFIER.search(claim.text) or _other_person(claim.text, best.text):
         return False
     record = alignment.record if alignment.place and alignment.place[1] is not None else (best,)
     if len(record) > 1:
@@ -564,6 +645,22 @@ def _restated(claim: Parsed, alignment: _Alignment) -> bool:
         return False
     numbers = [n for s in record for n in s.numbers]
     return all(_supported_number(n, numbers) for n in _strict_numbers(claim))
+
+
+_PERSONS = (
+    frozenset({"he", "him", "his", "himself"}),
+    frozenset({"she", "her", "hers", "herself"}),
+)
+
+
+def _other_person(claim: str, evidence: str) -> bool:
+    """The claim says "he" where the evidence says only "she" (or the reverse): pronouns are
+    function words to the alignment, but a swapped one makes a restatement about someone
+    else, the error dialogue summaries make most."""
+    said = {w.lower() for w in words(claim)}
+    has = {w.lower() for w in words(evidence)}
+    return any(said & group and not has & group and has & other for group, other in
+               (_PERSONS, _PERSONS[::-1]))  # fmt: skip
 
 
 _AUXILIARY_WORDS = (

@@ -13,8 +13,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agentscore._options import check_number
-from agentscore.context import ContextParams, GetContext, found_context
+from agentscore._options import check_flag, check_number
+from agentscore.context import (
+    ContextParams,
+    GetContext,
+    found_context,
+)
 from agentscore.errors import ConfigurationError, InputTooLargeError
 from agentscore.judges.base import JudgeRequest
 from agentscore.judges.resolve import JudgeLike
@@ -65,6 +69,8 @@ def build_claim_scorer(
         raise ConfigurationError("get_context must be callable")
     if timeout is not None:
         check_number("timeout", timeout, low=0, open_low=True)
+    check_flag("user_facts", options.user_facts)
+    check_flag("unsure_counts_as_supported", options.unsure_counts_as_supported)
     steps = _StepwiseSteps(options) if options.stepwise else _OneCallSteps(options)
     return Scorer(
         id=id,
