@@ -10,10 +10,12 @@ The four arms:
 - no scoring: spans to the receiver; nothing is scored anywhere;
 - in process: the same, plus `Evals.submit` of each answer inside the request
   (faithfulness, local judge, on agentscore's background runner in the agent's interpreter);
+  "in process, 0 ms" is the same with `HANDOVER_LINGER` set to 0, the hand-over as it was;
 - span processor: a `ScoringSpanProcessor` with the same scorer on the agent's provider;
 - out of process: spans to `agentscore serve`, which scores them in its own process.
 
-Arms run one after the other in rounds (A B C D, then D C B A, ...) so drift hits all alike.
+Arms run one after the other in rounds (A B C D E, then E D C B A, ...) so drift hits all
+alike. "CPU/req" is the agent process's CPU time per request (scoring included), in ms.
 With `--load N`, N busy processes spin during a second pass ("loaded"); the first pass is
 "quiet" only if nothing else runs on the machine: the load average is printed per arm.
 
@@ -40,11 +42,12 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from serve import receiver, service  # noqa: E402
 
-ARMS = {  # name: (agent arm, where its spans go)
-    "no scoring": ("none", "receiver"),
-    "in process": ("submit", "receiver"),
-    "span processor": ("processor", "receiver"),
-    "out of process": ("none", "serve"),
+ARMS = {  # name: (agent arm, where its spans go, extra arguments)
+    "no scoring": ("none", "receiver", ()),
+    "in process": ("submit", "receiver", ()),
+    "in process, 0 ms": ("submit", "receiver", ("--linger", "0")),
+    "span processor": ("processor", "receiver", ()),
+    "out of process": ("none", "serve", ()),
 }
 
 
@@ -53,8 +56,10 @@ def pct(values: list[int], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] / 1000
 
 
-def measure(arm: str, traces: str, args: argparse.Namespace) -> dict[str, object]:
-    command = [sys.executable, str(HERE / "_latency_agent.py"), "--arm", arm]
+def measure(
+    arm: str, traces: str, extra: tuple[str, ...], args: argparse.Namespace
+) -> dict[str, object]:
+    command = [sys.executable, str(HERE / "_latency_agent.py"), "--arm", arm, *extra]
     command += ["--traces", traces, "--rate", str(args.rate), "--seconds", str(args.seconds)]
     environment = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     done = subprocess.run(command, capture_output=True, text=True, env=environment, check=True)
@@ -84,31 +89,34 @@ def one_pass(label: str, urls: dict[str, str], args: argparse.Namespace) -> None
     latencies: dict[str, list[int]] = {name: [] for name in ARMS}
     loads: dict[str, list[float]] = {name: [] for name in ARMS}
     scored: dict[str, int] = dict.fromkeys(ARMS, 0)
+    cpu: dict[str, list[float]] = {name: [] for name in ARMS}
     order = list(ARMS)
     for round_ in range(args.rounds):
         for name in order if round_ % 2 == 0 else reversed(order):
-            arm, sink = ARMS[name]
-            result = measure(arm, f"{urls[sink]}/v1/traces", args)
+            arm, sink, extra = ARMS[name]
+            result = measure(arm, f"{urls[sink]}/v1/traces", extra, args)
             values = result["latencies_us"]
             assert isinstance(values, list)
             latencies[name] += values
             scored[name] += int(str(result["scored"]))
             loads[name].append(os.getloadavg()[0])
+            cpu[name].append(float(str(result["cpu_ms_per_request"])))
     served = httpx.get(f"{urls['serve']}/healthz").json()
     base = latencies["no scoring"]
     print(f"\n{label}: {args.rate:g} requests/s, {args.rounds} x {args.seconds:g} s per arm")
     head = f"{'ms':<16}{'p50':>8}{'p90':>8}{'p99':>8}{'+p50':>8}{'+p90':>8}{'+p99':>8}"
-    print(f"{head}{'requests':>10}{'load 1m':>9}")
+    print(f"{head}{'requests':>10}{'CPU/req':>9}{'load 1m':>9}")
     for name, values in latencies.items():
         added = [pct(values, q) - pct(base, q) for q in (0.5, 0.9, 0.99)]
         print(
             f"{name:<16}{pct(values, 0.5):>8.2f}{pct(values, 0.9):>8.2f}{pct(values, 0.99):>8.2f}"
             f"{added[0]:>+8.2f}{added[1]:>+8.2f}{added[2]:>+8.2f}{len(values):>10}"
-            f"{max(loads[name]):>9.2f}"
+            f"{min(cpu[name]):>9.2f}{max(loads[name]):>9.2f}"
         )
     # Every scorer must have been scoring during its arm, or the comparison says nothing.
     print(
-        f"scored: in process {scored['in process']}, span processor {scored['span processor']},"
+        f"scored: in process {scored['in process']} + {scored['in process, 0 ms']}, span "
+        f"processor {scored['span processor']},"
         f" serve {served['scored']} so far ({served['pending_jobs']} jobs still queued)"
     )
 
