@@ -72,6 +72,7 @@ class Prepared:
         questions: set[str] = set()
         kept: list[tuple[int, Place]] = []
         for n, item in enumerate(context):
+            places: dict[Record | None, Place] = {}  # one tuple per record, not per line
             for sentence, record in context_sentences(item if isinstance(item, str) else str(item)):
                 at = texts.get(sentence)
                 if at is None:
@@ -83,7 +84,10 @@ class Prepared:
                         continue
                     at = texts[sentence] = len(parsed)
                     parsed.append(one)
-                kept.append((at, (n, record)))
+                place = places.get(record)
+                if place is None:
+                    place = places[record] = (n, record)
+                kept.append((at, place))
         self._texts = parsed
         self._collapse(kept)
         self.sentences = tuple(parsed[t] for t in self._text_of)

@@ -103,4 +103,7 @@ def _json_leaves(data: object) -> list[tuple[str, str, Record]]:
             text = "none" if value is None else str(value)
             leaves.append((" ".join(path), text, owner))
     ends[_ROOT] = count
-    return [(path, text, (owner, ends[owner])) for path, text, owner in leaves]
+    # One tuple per record, shared by its leaves: a list of 100,000 small objects is 100,000
+    # records, not one per leaf.
+    records = {owner: (owner, end) for owner, end in ends.items()}
+    return [(path, text, records[owner]) for path, text, owner in leaves]
