@@ -43,6 +43,8 @@ NAME_WINDOW = 1
 CACHE_ENTRIES = 16
 CACHE_CHARS = 8_000_000
 
+_MISSING = object()
+
 # Claims whose alignment a prepared context keeps (a run has at most 200).
 REMEMBERED_CLAIMS = 1024
 
@@ -177,8 +179,10 @@ class Prepared:
 
     def remember(self, key: str, compute: Callable[[], T]) -> T:
         """What the engine derived about `key` (a claim) from this context, computed once."""
-        if key in self._remembered:
-            value: T = self._remembered[key]
+        # One get, not a test then a read: another thread may clear the dict in between.
+        found = self._remembered.get(key, _MISSING)
+        if found is not _MISSING:
+            value: T = found
             return value
         if len(self._remembered) >= REMEMBERED_CLAIMS:
             self._remembered.clear()  # a static context meets new claims with every run
