@@ -47,14 +47,28 @@ def model() -> ScriptedEndpoint:
     return ScriptedEndpoint(respond)
 
 
+def after_answer(seconds: float) -> None:
+    """The request's work after the answer (rendering it, writing it out): Python work in
+    0.5 ms slices, each ended by a system call that lets go of the GIL as a socket write
+    does. A scoring thread woken at submit takes the GIL at such a point and keeps it for up
+    to the interpreter's switch interval (5 ms)."""
+    until = time.perf_counter() + seconds
+    while (now := time.perf_counter()) < until:
+        stop = min(until, now + 0.0005)
+        while time.perf_counter() < stop:
+            pass
+        time.sleep(0)
+
+
 class App:
     """An agent instrumented by hand with the GenAI conventions, as a framework's
     instrumentation would (the span processor reads only such foreign spans)."""
 
-    def __init__(self, provider: TracerProvider, evals: Evals | None) -> None:
+    def __init__(self, provider: TracerProvider, evals: Evals | None, after: float) -> None:
         self.tracer = provider.get_tracer("bench-app")
         self.client = model().client()
         self.evals = evals
+        self.after = after
 
     async def request(self) -> None:
         user = {"role": "user", "content": QUESTION}
@@ -86,6 +100,7 @@ class App:
             if self.evals is not None:
                 answer = {"role": "assistant", "content": ANSWER}
                 self.evals.submit(QUESTION, [call, tool, answer], span=agent)
+            after_answer(self.after)
 
 
 async def main() -> None:
@@ -96,6 +111,7 @@ async def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--warmup", type=float, default=2.0)
     parser.add_argument("--linger", type=float, help="replaces runner.HANDOVER_LINGER (s)")
+    parser.add_argument("--after-ms", type=float, default=0.0, help="CPU work after submit")
     args = parser.parse_args()
     if args.linger is not None:
         runner_module.HANDOVER_LINGER = args.linger  # 0: the hand-over as it was before
@@ -110,7 +126,7 @@ async def main() -> None:
     if args.arm == "processor":
         processor = ScoringSpanProcessor(evals)
         provider.add_span_processor(processor)
-    app = App(provider, evals if args.arm == "submit" else None)
+    app = App(provider, evals if args.arm == "submit" else None, args.after_ms / 1000)
 
     latencies: list[int] = []
 

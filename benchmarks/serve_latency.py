@@ -19,7 +19,12 @@ alike. "CPU/req" is the agent process's CPU time per request (scoring included),
 With `--load N`, N busy processes spin during a second pass ("loaded"); the first pass is
 "quiet" only if nothing else runs on the machine: the load average is printed per arm.
 
+`--after-ms` adds that much Python work to every request after the submit (rendering and
+writing the answer, in a real handler), the stretch a scoring thread woken at submit
+competes with for the GIL.
+
 Usage: python benchmarks/serve_latency.py [--rate R] [--seconds S] [--rounds N] [--load N]
+                                          [--after-ms MS]
 """
 
 from __future__ import annotations
@@ -61,6 +66,7 @@ def measure(
 ) -> dict[str, object]:
     command = [sys.executable, str(HERE / "_latency_agent.py"), "--arm", arm, *extra]
     command += ["--traces", traces, "--rate", str(args.rate), "--seconds", str(args.seconds)]
+    command += ["--after-ms", str(args.after_ms)]
     environment = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     done = subprocess.run(command, capture_output=True, text=True, env=environment, check=True)
     result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
@@ -103,7 +109,10 @@ def one_pass(label: str, urls: dict[str, str], args: argparse.Namespace) -> None
             cpu[name].append(float(str(result["cpu_ms_per_request"])))
     served = httpx.get(f"{urls['serve']}/healthz").json()
     base = latencies["no scoring"]
-    print(f"\n{label}: {args.rate:g} requests/s, {args.rounds} x {args.seconds:g} s per arm")
+    print(
+        f"\n{label}: {args.rate:g} requests/s, {args.rounds} x {args.seconds:g} s per arm, "
+        f"{args.after_ms:g} ms of work after submit"
+    )
     head = f"{'ms':<16}{'p50':>8}{'p90':>8}{'p99':>8}{'+p50':>8}{'+p90':>8}{'+p99':>8}"
     print(f"{head}{'requests':>10}{'CPU/req':>9}{'load 1m':>9}")
     for name, values in latencies.items():
@@ -127,6 +136,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--load", type=int, default=0, help="busy processes for a loaded pass")
+    parser.add_argument(
+        "--after-ms", type=float, default=0.0, help="Python work in each request after submit"
+    )
     args = parser.parse_args()
     print(f"machine: {os.cpu_count()} CPUs, {platform.platform()}, Python "
           f"{platform.python_version()}; load average before {os.getloadavg()}")  # fmt: skip
