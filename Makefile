@@ -40,6 +40,8 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/judge_limits.py
 	$(BIN)/python benchmarks/serve.py
 	$(BIN)/python benchmarks/serve_latency.py
+	$(BIN)/python benchmarks/handover.py
+	$(BIN)/python benchmarks/context_cost.py
 
 bench-peers: $(STAMP)
 	$(BIN)/python benchmarks/peers.py
