@@ -20,6 +20,7 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check agentscore tests benchmarks examples
 	$(BIN)/ruff format --check agentscore tests benchmarks examples
+	$(BIN)/python -m tests.import_rules
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -39,9 +40,12 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/soak.py
 	$(BIN)/python benchmarks/judge_limits.py
 	$(BIN)/python benchmarks/serve.py
+	$(BIN)/python benchmarks/serve_memory.py
 	$(BIN)/python benchmarks/serve_latency.py
 	$(BIN)/python benchmarks/handover.py
 	$(BIN)/python benchmarks/context_cost.py
+	$(BIN)/python benchmarks/eval_ci.py
+	$(BIN)/python benchmarks/scale_out.py
 
 bench-peers: $(STAMP)
 	$(BIN)/python benchmarks/peers.py

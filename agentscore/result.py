@@ -16,22 +16,29 @@ __all__ = ["ScoreError", "ScoreResult", "ScoreStatus"]
 class ScoreStatus(StrEnum):
     SCORED = "scored"
     NO_CLAIMS = "no_claims"
+    # The scorer needs context and the run gave none: nothing was judged, so no score.
+    NO_CONTEXT = "no_context"
     FAILED = "failed"
 
 
 class ScoreError(BaseModel):
-    """Why a run failed: the exception class name and a message free of secrets."""
+    """Why a run failed: the exception class name and a message free of secrets.
+
+    `transient`: the cause will likely pass (judge outage, rate limit, timeout), so the
+    pipeline retries the run later before it lets this result stand.
+    """
 
     model_config = ConfigDict(frozen=True)
 
     type: str
     message: str
+    transient: bool = False
 
 
 class ScoreResult(BaseModel):
     """Mastra's `.run()` fields in snake_case, plus pass/fail, status, error and judge cost.
 
-    `score` is None only when `status` is "failed"; it is never NaN.
+    `score` is None when `status` is "failed" or "no_context"; it is never NaN.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -63,3 +70,8 @@ class ScoreResult(BaseModel):
     @property
     def failed(self) -> bool:
         return self.status is ScoreStatus.FAILED
+
+    @property
+    def retryable(self) -> bool:
+        """Failed for a reason that will likely pass: worth scoring again later."""
+        return self.error is not None and self.error.transient

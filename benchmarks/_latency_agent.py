@@ -27,7 +27,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from agentscore import Evals, Runner, ScoringSpanProcessor, Telemetry
 from agentscore.judges import LocalJudge
-from agentscore.live import runner as runner_module
+from agentscore.pipeline import runner as runner_module
 from agentscore.scorers import create_faithfulness_scorer
 from agentscore.testing import ScriptedEndpoint, chat_completion
 

@@ -28,7 +28,7 @@ from _latency_agent import App
 
 from agentscore import Evals, Runner, Telemetry
 from agentscore.judges import LocalJudge
-from agentscore.live import runner as runner_module
+from agentscore.pipeline import runner as runner_module
 from agentscore.scorers import create_faithfulness_scorer
 
 LINGER = runner_module.HANDOVER_LINGER

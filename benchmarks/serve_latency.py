@@ -144,8 +144,8 @@ def main() -> None:
           f"{platform.python_version()}; load average before {os.getloadavg()}")  # fmt: skip
     with tempfile.TemporaryDirectory() as directory, receiver() as receiver_url:
         env = {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true"}
-        with service(Path(directory), receiver_url, env) as serve_url:
-            urls = {"receiver": receiver_url, "serve": serve_url}
+        with service(Path(directory), receiver_url, env) as running:
+            urls = {"receiver": receiver_url, "serve": running.url}
             one_pass("as found", urls, args)
             if args.load:
                 with cpu_load(args.load):

@@ -77,7 +77,7 @@ def test_demo_runs_offline_and_prints_the_score_table(tmp_path: Path) -> None:
     assert "replayed from a recording" in out
     assert "offline local judge" in out
     assert "faithfulness (higher=better)" in out
-    assert "12 scored, 0 failed, 0 dropped, 0 pending" in out
+    assert "10 scored, 2 no context, 0 failed, 0 dropped, 0 pending" in out
     # The local judge's scores of the recorded answers: a grounded one, a half-invented one
     # and an invented one (the tool found no such order).
     rows = {line[:48].strip(): line[48:].split() for line in out.splitlines() if "  " in line}
@@ -85,6 +85,8 @@ def test_demo_runs_offline_and_prints_the_score_table(tmp_path: Path) -> None:
     # 2 of 3 claims supported is below the default pass lines (0.8 and 0.2).
     assert rows["Is shipping free?"] == ["0.67", "fail", "0.33", "fail"]
     assert rows["What happened to order 3003?"] == ["0.00", "fail", "1.00", "fail"]
+    # A greeting that called no tool has nothing to be checked against: a dash, not a 0.00.
+    assert rows["Hi there!"] == ["-", "(no", "context)", "-", "(no", "context)"]
     # The user's own "shoes I received 45 days ago" grounds that claim; "outside the return
     # window" (45 > 30) is an inference the local judge leaves unsure.
     assert rows["Can I still return shoes I received 45 days ago?"] == [
@@ -134,7 +136,7 @@ def test_demo_reasons_show_every_claim_with_its_verdict_and_whole_words(tmp_path
     assert why.startswith("why: Not supported by the context: 'every' claims more than")
     assert "…" not in reasons
     assert max(len(line) for line in reasons.splitlines()) <= 100
-    assert "Q: Hi there!\n  faithfulness not scored: no claims to check" in reasons
+    assert "Q: Hi there!\n  faithfulness not scored: no context to check against" in reasons
 
 
 def test_eval_scores_a_file_and_resumes_without_rescoring(
@@ -279,9 +281,11 @@ def test_an_invented_sentence_in_most_answers_fails_the_ci_gate(tmp_path: Path) 
     [
         (["--threshold", "0.8"], "expected SCORER=VALUE"),
         (["--threshold", "faithfulness=high"], "expected SCORER=VALUE"),
+        (["--judge-price", "0.15"], "expected IN,OUT dollars per million tokens"),
+        (["--judge-price", "0.15,-1"], "expected IN,OUT dollars per million tokens"),
     ],
 )
-def test_threshold_needs_a_scorer_name(
+def test_malformed_option_values_are_refused_by_the_parser(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
 ) -> None:
     data = write_jsonl(tmp_path / "runs.jsonl", [GROUNDED])
@@ -299,6 +303,8 @@ def test_threshold_needs_a_scorer_name(
         (["--threshold", "faithfulness=1.5"], "--threshold faithfulness=1.5 must lie in [0, 1]"),
         (["--threshold", "toxicity=0.5"], "--threshold names an unknown scorer 'toxicity'"),
         (["--max-skip-rate", "2"], "--max-skip-rate 2 must lie in [0, 1]"),
+        (["--max-consecutive-failures", "-1"], "--max-consecutive-failures must be 0"),
+        (["--progress-every", "0"], "--progress-every must be a positive number of seconds"),
     ],
 )
 def test_out_of_range_options_are_rejected(

@@ -129,11 +129,11 @@ def test_evaluation_log_record_is_parented_to_the_agent_span(otel: Otel) -> None
 
 
 def test_failed_evaluation_carries_error_type(otel: Otel) -> None:
-    run_agent(ScriptedEndpoint([http_error(500)] * 3))
+    run_agent(ScriptedEndpoint([http_error(400)] * 3))
     [evaluation] = by_name(otel.spans.get_finished_spans())["evaluation hallucination"]
     assert evaluation.status.status_code is StatusCode.ERROR
     assert evaluation.attributes is not None
-    assert evaluation.attributes["error.type"] == "JudgeServerError"
+    assert evaluation.attributes["error.type"] == "JudgeRequestError"
     assert "gen_ai.evaluation.score.value" not in evaluation.attributes
     [record] = [
         d.log_record
@@ -141,7 +141,7 @@ def test_failed_evaluation_carries_error_type(otel: Otel) -> None:
         if d.log_record.event_name == "gen_ai.evaluation.result"
     ]
     assert record.attributes is not None
-    assert record.attributes["error.type"] == "JudgeServerError"
+    assert record.attributes["error.type"] == "JudgeRequestError"
 
 
 def everything_exported(otel: Otel) -> str:
@@ -266,3 +266,23 @@ def test_dropped_runs_are_counted_in_metrics(otel: Otel) -> None:
         and point.attributes.get("gen_ai.evaluation.name") == "hallucination-dropped"
     )
     assert counted == dropped
+
+
+@pytest.mark.parametrize("capture", [False, True])
+def test_the_evaluation_spans_input_and_output_are_the_answer_and_the_verdict(
+    otel: Otel, capture: bool
+) -> None:
+    result, _ = run_agent(judge_endpoint(), capture_content=capture)
+    [evaluation] = by_name(otel.spans.get_finished_spans())["evaluation hallucination"]
+    attributes = dict(evaluation.attributes or {})
+    output = json.loads(str(attributes["output.value"]))
+    assert attributes["output.mime_type"] == "application/json"
+    assert output["score"] == attributes["gen_ai.evaluation.score.value"]
+    assert output["label"] == attributes["gen_ai.evaluation.score.label"]
+    assert output["explanation"] == attributes["gen_ai.evaluation.explanation"]
+    if capture:
+        assert attributes["input.value"] == result.text == ORDER_ANSWER
+        assert output["explanation"].startswith("The score is 0")
+    else:  # the answer is content: only the verdict counts go out
+        assert "input.value" not in attributes
+        assert output["explanation"].endswith("0 contradicted, 0 unverifiable")

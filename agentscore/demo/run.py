@@ -20,6 +20,7 @@ from agentscore.evals import Evals
 from agentscore.judges.resolve import resolve_judge
 from agentscore.result import ScoreResult
 from agentscore.scorers import create_faithfulness_scorer, create_hallucination_scorer
+from agentscore.telemetry.core import CAPTURE_CONTENT_ENV
 from agentscore.telemetry.setup import setup_telemetry
 
 __all__ = ["run_demo"]
@@ -33,7 +34,10 @@ def tool_results_context(params: ContextParams) -> list[str]:
 def run_demo(model: str | None = None, judge: str | None = None, *, reasons: bool = False) -> int:
     live_model = model or ("gpt-4o-mini" if os.environ.get("OPENAI_API_KEY") else None)
     judge_name = judge or live_model or "local"
-    telemetry = setup_telemetry("agentscore-demo")
+    # The demo's questions and answers are not private, so its traces keep message content
+    # (unless the variable says otherwise): `agentscore eval --traces` can score them again.
+    capture = None if CAPTURE_CONTENT_ENV in os.environ else True
+    telemetry = setup_telemetry("agentscore-demo", capture_content=capture)
     judge_object = resolve_judge(judge_name)
     scorers = [
         create_faithfulness_scorer(judge_object),
@@ -94,9 +98,12 @@ def run_demo(model: str | None = None, judge: str | None = None, *, reasons: boo
             )
         )
     stats = agent.runner.stats()
+    # The runner counts a run with no context among those that finished ("scored").
+    no_context = sum(1 for score in scores.values() if score.status.value == "no_context")
     print(
-        f"\n{len(QUESTIONS)} answers in {generated:.2f}s; scorer runs: {stats.scored} scored, "
-        f"{stats.failed} failed, {stats.dropped} dropped, {stats.pending} pending"
+        f"\n{len(QUESTIONS)} answers in {generated:.2f}s; scorer runs: "
+        f"{stats.scored - no_context} scored, {no_context} no context, {stats.failed} failed, "
+        f"{stats.dropped} dropped, {stats.pending} pending"
     )
     for (run_id, scorer_id), score in sorted(scores.items()):
         if score.status.value == "failed" and score.error is not None:
@@ -104,17 +111,23 @@ def run_demo(model: str | None = None, judge: str | None = None, *, reasons: boo
                 f"  {scorer_id} failed on {run_id[:8]}: {score.error.type}: {score.error.message}"
             )
     print(f"Spans and gen_ai.evaluation.result events were written to {telemetry.destination}")
+    if telemetry.telemetry.capture_content and telemetry.destination.endswith(".jsonl"):
+        print(f"Score them again from the file: agentscore eval --traces {telemetry.destination}")
     return 0 if finished else 1
 
 
 def _cell(result: ScoreResult | None) -> str:
     if result is None:
         return "missing"
-    if result.score is None:
+    if result.failed:
         return f"failed ({result.error.type if result.error else '?'})"
+    # A run with nothing judged has no score: a dash, never a 0.00 that reads as a verdict.
+    if result.status.value == "no_claims":
+        return "- (no claims)"
+    if result.status.value == "no_context":
+        return "- (no context)"
     label = f" {result.label}" if result.label else ""
-    note = " (no claims)" if result.status.value == "no_claims" else ""
-    return f"{result.score:.2f}{label}{note}"
+    return f"{result.score:.2f}{label}"
 
 
 def _clip(text: str, width: int) -> str:

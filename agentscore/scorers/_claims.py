@@ -14,16 +14,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentscore._options import check_number
-from agentscore.context import (
-    ContextParams,
-    GetContext,
-    extract_tool_results,
-    format_tool_result,
-)
+from agentscore.context import ContextParams, GetContext, found_context
 from agentscore.errors import ConfigurationError, InputTooLargeError
 from agentscore.judges.base import JudgeRequest
 from agentscore.judges.resolve import JudgeLike
-from agentscore.live._callbacks import call_user, on_loop
+from agentscore.runtime.callbacks import call_user, on_loop
 from agentscore.scorers import prompts
 from agentscore.scorers.base import Score, Scorer, StepParams
 from agentscore.scorers.prompts import ClaimMode, Verdict, VerdictItem
@@ -32,7 +27,10 @@ __all__ = ["ClaimScorerOptions", "build_claim_scorer", "compose_reason", "scaled
 
 MAX_OUTPUT_CHARS = 50_000
 MAX_CONTEXT_CHARS = 400_000
-_QUOTE_CHARS = 100
+# Enough to be read alone: a claim is a sentence, and a reason names the evidence it rests
+# on (a field and its value, or a sentence of up to 160 characters) after saying why.
+_CLAIM_CHARS = 200
+_REASON_CHARS = 320
 _QUOTES_PER_GROUP = 3
 
 
@@ -102,6 +100,8 @@ class _CommonSteps:
 
     @on_loop
     def generate_score(self, params: StepParams) -> Score:
+        if params.state.get("no_context"):
+            return Score(status="no_context")
         verdicts: list[VerdictItem] = params.state["verdicts"]
         if not verdicts:
             return Score(0.0, status="no_claims")
@@ -125,6 +125,7 @@ class _CommonSteps:
     async def resolve_context(self, params: StepParams, step: str) -> list[str]:
         context = await _resolve_context(self.options, params, step)
         params.state["context"] = context
+        params.state["no_context"] = not context
         return context
 
 
@@ -135,6 +136,8 @@ class _OneCallSteps(_CommonSteps):
             params.state["verdicts"] = []
             return self.claims_shape([])
         context = await self.resolve_context(params, "analyze")
+        if not context:
+            return None  # nothing to judge against: no judge call
         reply = await params.ask(
             JudgeRequest(
                 task="claims.verify",
@@ -158,7 +161,9 @@ class _OneCallSteps(_CommonSteps):
         return self.claims_shape([item.claim for item in reply.claims])
 
     @on_loop
-    def analyze(self, params: StepParams) -> dict[str, Any]:
+    def analyze(self, params: StepParams) -> dict[str, Any] | None:
+        if params.state.get("no_context"):
+            return None
         return _verdicts_shape(params.state["verdicts"])
 
     @on_loop
@@ -190,11 +195,13 @@ class _StepwiseSteps(_CommonSteps):
         params.state["claims"] = claims
         return self.claims_shape(claims)
 
-    async def analyze(self, params: StepParams) -> dict[str, Any]:
+    async def analyze(self, params: StepParams) -> dict[str, Any] | None:
         claims: list[str] = params.state["claims"]
         verdicts: list[VerdictItem] = []
         if claims:
             context = await self.resolve_context(params, "analyze")
+            if not context:
+                return None  # nothing to judge against: no verdict call
             reply = await params.ask(
                 JudgeRequest(
                     task="claims.analyze",
@@ -270,7 +277,8 @@ def _check_claim_texts(value: prompts.ClaimVerdicts) -> None:
 
 
 async def _resolve_context(options: ClaimScorerOptions, params: StepParams, step: str) -> list[str]:
-    """`get_context` wins over static `context`; with neither, the run's tool results."""
+    """`get_context` wins over static `context`; with neither, the run's tool results and
+    retrieved documents. Empty when none of them gives any."""
     raw: object
     if options.get_context is not None:
         request = ContextParams(
@@ -284,8 +292,12 @@ async def _resolve_context(options: ClaimScorerOptions, params: StepParams, step
     elif options.context is not None:
         raw = options.context
     else:
-        raw = [format_tool_result(result) for result in extract_tool_results(params.run.output)]
+        raw = found_context(params.run)
     context = _as_chunks(raw)
+    if not context:
+        # No source gave any: the run ends as no_context. The user's own words alone are
+        # not a source; against them every other claim would read as invented.
+        return []
     if options.user_facts:
         context.extend(chunk for chunk in _user_facts(params) if chunk not in context)
     size = sum(len(chunk) for chunk in context)
@@ -457,8 +469,15 @@ def _quote(items: Sequence[VerdictItem]) -> str:
 
 
 def _quote_one(item: VerdictItem) -> str:
-    claim = item.claim if len(item.claim) <= _QUOTE_CHARS else item.claim[:_QUOTE_CHARS] + "…"
-    reason = item.reason.strip()
-    if len(reason) > _QUOTE_CHARS:
-        reason = reason[:_QUOTE_CHARS] + "…"
+    claim = _clip(item.claim.strip(), _CLAIM_CHARS)
+    # Its own full stop would stand before the group's: `(... UPS").).`
+    reason = _clip(item.reason.strip().removesuffix("."), _REASON_CHARS)
     return f'"{claim}" ({reason})' if reason else f'"{claim}"'
+
+
+def _clip(text: str, limit: int) -> str:
+    """`text` cut at the last word boundary within `limit`, never inside a word."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(" ", 1)[0] if " " in text[:limit] else text[:limit]
+    return cut.rstrip(" ,;:") + "…"

@@ -13,6 +13,8 @@ _Callback = Callable[[CallbackOptions], Iterable[Observation]]
 
 COUNTERS = (
     "requests_rejected",
+    "requests_unauthorized",
+    "requests_timed_out",
     "spans_received",
     "generations_found",
     "generations_sampled",
@@ -20,7 +22,9 @@ COUNTERS = (
     "scored",
     "failed",
     "dropped",
+    "delayed",
     "export_failures",
+    "delete_failures",
     "forward_failures",
     "judge_requests",
     "judge_tokens",
