@@ -2,8 +2,8 @@
 
 One local OpenAI-compatible judge (`benchmarks/_judge_server.py`, its own process, fixed
 latency per request) answers every library's prompts with valid structured replies and the
-same deterministic verdicts. The same 50 HaluEval cases (`benchmarks/cases.py`) are scored,
-at the same concurrency, by:
+same deterministic verdicts. The same 50 HaluEval knowledge-QA cases
+(`benchmarks/halueval_qa_cases.py`) are scored, at the same concurrency, by:
 
 - agentscore, default (one judge call per case), in this process;
 - agentscore, a second pass over the same cases with the same judge (its response cache);
@@ -61,7 +61,7 @@ from openai import AsyncOpenAI  # noqa: E402
 from agentscore.judges import OpenAIJudge  # noqa: E402
 from agentscore.run import ScorerRun  # noqa: E402
 from agentscore.scorers import create_faithfulness_scorer  # noqa: E402
-from benchmarks.cases import Case, load_cases  # noqa: E402
+from benchmarks.halueval_qa_cases import Case, load_cases  # noqa: E402
 
 PEERS_VENV = ROOT / ".cache" / "peers-venv"
 PEERS_WORK = ROOT / ".cache" / "peers-work"

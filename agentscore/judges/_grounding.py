@@ -10,18 +10,19 @@ from __future__ import annotations
 
 import math
 import re
-from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from agentscore.judges._grounding_derived import MAX_OPERANDS, derivable, next_year
-from agentscore.judges._grounding_json import (
-    Record,
-    context_sentences,
-    json_fields,
-    related,
+from agentscore.judges._grounding_context import (
+    NAME_PREFIX,
+    Place,
+    Prepared,
+    prepare,
+    universals,
 )
+from agentscore.judges._grounding_derived import MAX_OPERANDS, derivable, next_year
+from agentscore.judges._grounding_json import json_fields, related
 from agentscore.judges._grounding_lexicon import (
     COMPUTING,
     DETERMINERS,
@@ -32,7 +33,6 @@ from agentscore.judges._grounding_lexicon import (
     SUBJECTIVE,
 )
 from agentscore.judges._grounding_numbers import Number
-from agentscore.judges._grounding_numindex import NumberIndex
 from agentscore.judges._grounding_parse import CALENDAR_TERMS, Parsed, parse
 from agentscore.judges._grounding_split import MAX_CLAIMS, split_claims
 from agentscore.judges._grounding_states import missing_record, state_conflict, states
@@ -52,9 +52,6 @@ __all__ = [
 
 Verdict = Literal["yes", "no", "unsure"]
 Mode = Literal["faithfulness", "hallucination"]
-# Where a context sentence comes from: its context item, and its JSON record (None in prose).
-Place = tuple[int, Record | None]
-
 # "yes" needs this share of a claim's content words beyond its first STRICT_WORDS (numbers
 # weigh NUMBER_WEIGHT words) to occur in the context: a claim may leave at most
 # (1 - SUPPORT_THRESHOLD) * (total - STRICT_WORDS) unmatched. Paraphrase leaves words unmatched
@@ -68,15 +65,10 @@ STRICT_WORDS = 2.0
 SHORT_CLAIM = 8
 # A number is the most specific thing a claim says; matching one counts like two words.
 NUMBER_WEIGHT = 2.0
-# Names sharing their first letters are the same name ("Libya" / "Libyan").
-NAME_PREFIX = 5
 # Share of claim words the best-aligned sentence must share before a differing value there
 # counts as a contradiction rather than as a sentence about something else.
 ALIGN_FOR_CONFLICT = 0.5
 ALIGN_FOR_NEGATION = 0.5
-# A fact's sentence, or the sentences just before it (where "It" / "He" is introduced), must
-# mention one of the claim's names for the fact to be about them.
-NAME_WINDOW = 1
 # A name swap needs the rest of the claim to restate the sentence almost entirely.
 NAME_SWAP_OVERLAP = 0.75
 # A restatement's words lie in order within a stretch of the evidence at most this many
@@ -103,30 +95,11 @@ class ClaimCheck:
     confidence: float = UNDECIDED
 
 
-@dataclass(frozen=True, slots=True)
-class _Context:
-    sentences: tuple[Parsed, ...]
-    before: tuple[tuple[int, ...], ...]  # per sentence: the NAME_WINDOW sentences before it
-    places: tuple[Place, ...]
-    records: tuple[tuple[int, ...], ...]  # per sentence: the sentences of its JSON record
-    record_terms: tuple[frozenset[str], ...]  # per sentence: the terms of its JSON record
-    index: dict[str, tuple[int, ...]]
-    idf: dict[str, float]
-    vocabulary: frozenset[str]
-    pairs: frozenset[tuple[str, str]]  # adjacent word pairs anywhere in the context
-    number_index: NumberIndex  # every number in the context, by value, with its sentence
-    numbers: tuple[Number, ...]  # every number in the context
-    prefixes: frozenset[str]  # NAME_PREFIX-letter starts of context words
-    number_weight: float  # alignment weight of a matched number: as rare as the rarest word
-    universals: frozenset[str]  # "every", "always", ... as written anywhere in the context
-    names: frozenset[str]  # stems of the context's proper-noun candidates
-
-
 def check_claims(
     claims: Sequence[str], context: Sequence[str], *, mode: Mode = "faithfulness"
 ) -> list[ClaimCheck]:
     """One verdict per claim, in order. See the module doc for what yes / no / unsure mean."""
-    prepared = _prepare(context)
+    prepared = prepare(context)
     checks = [_check(claim if isinstance(claim, str) else str(claim), prepared, mode)
               for claim in claims]  # fmt: skip
     return _with_quotes(checks, context)
@@ -157,92 +130,6 @@ def _with_quotes(checks: list[ClaimCheck], context: Sequence[str]) -> list[Claim
     return quoted
 
 
-# --- preparation ----------------------------------------------------------------------------
-
-
-def _prepare(context: Sequence[str]) -> _Context:
-    # Lines repeat in JSON tool results ("orders status shipped" once per order): parse each
-    # distinct one once.
-    seen: dict[str, Parsed] = {}
-    parsed = (
-        (seen.get(sentence) or seen.setdefault(sentence, parse(sentence)), (n, record))
-        for n, item in enumerate(context)
-        for sentence, record in context_sentences(item if isinstance(item, str) else str(item))
-    )
-    # A question asserts nothing, so it cannot support or contradict a claim.
-    kept = [(s, place) for s, place in parsed if not s.question]
-    unique, copies, before = _collapse(kept)
-    sentences = tuple(s for s, _ in unique)
-    places = tuple(place for _, place in unique)
-    # One tuple and one set per record, shared by its sentences: a copy each would be
-    # quadratic in the size of a large record (a list of 100,000 numbers is one record).
-    members: dict[Place, list[int]] = {}
-    for i, place in enumerate(places):
-        if place[1] is not None:
-            members.setdefault(place, []).append(i)
-    shared = {place: tuple(ids) for place, ids in members.items()}
-    terms = {p: frozenset().union(*(sentences[i].terms for i in ids)) for p, ids in shared.items()}
-    records = tuple(shared[p] if p[1] is not None else (i,) for i, p in enumerate(places))
-    record_terms = tuple(
-        terms[p] if p[1] is not None else sentences[i].terms for i, p in enumerate(places)
-    )
-    postings: dict[str, list[int]] = {}
-    for i, sentence in enumerate(sentences):
-        for term in sentence.terms:
-            postings.setdefault(term, []).append(i)
-    total = len(kept)
-    idf = {
-        term: math.log(1 + total / sum(copies[i] for i in ids)) for term, ids in postings.items()
-    }
-    index = {term: tuple(ids) for term, ids in postings.items()}
-    number_index = NumberIndex([(n, i) for i, s in enumerate(sentences) for n in s.numbers])
-    pairs = frozenset().union(*(s.pairs for s in sentences))
-    weight = math.log(1 + total) + 1
-    numbers = tuple(n for s in sentences for n in s.numbers)
-    prefixes = frozenset(t[:NAME_PREFIX] for t in postings if len(t) >= NAME_PREFIX)
-    universals = frozenset().union(*(_universals(s.text) for s in sentences))
-    return _Context(
-        sentences,
-        tuple(before),
-        places,
-        records,
-        record_terms,
-        index,
-        idf,
-        frozenset(postings),
-        pairs,
-        number_index,
-        numbers,
-        prefixes,
-        weight,
-        universals,
-        frozenset().union(*(s.names for s in sentences)),
-    )
-
-
-def _collapse(
-    kept: list[tuple[Parsed, Place]],
-) -> tuple[list[tuple[Parsed, Place]], list[int], list[tuple[int, ...]]]:
-    """Each sentence once per place, with its number of copies and the sentences before its
-    first copy. A line repeated in one record ("readings 0" 100,000 times) would otherwise be
-    aligned with every claim once per copy; the counts keep the IDF weights as they were."""
-    first: dict[tuple[str, Place], int] = {}
-    unique: list[tuple[Parsed, Place]] = []
-    copies: list[int] = []
-    before: list[tuple[int, ...]] = []
-    recent: deque[int] = deque(maxlen=NAME_WINDOW)
-    for sentence, place in kept:
-        at = first.get((sentence.text, place))
-        if at is None:
-            at = first[sentence.text, place] = len(unique)
-            unique.append((sentence, place))
-            copies.append(0)
-            before.append(tuple(recent))
-        copies[at] += 1
-        recent.append(at)
-    return unique, copies, before
-
-
 # --- checking -------------------------------------------------------------------------------
 
 
@@ -258,7 +145,7 @@ class _Alignment:
     record: tuple[Parsed, ...] = ()  # the best sentence's JSON record, or the sentence alone
 
 
-def _check(claim: str, context: _Context, mode: Mode) -> ClaimCheck:
+def _check(claim: str, context: Prepared, mode: Mode) -> ClaimCheck:
     speculative = _speculative(claim)
     # The hedge goes, the content stays: "is expected to arrive on the 24th" is judged as
     # "arrives on the 24th", so both modes agree when the context states it.
@@ -266,7 +153,8 @@ def _check(claim: str, context: _Context, mode: Mode) -> ClaimCheck:
     parsed = parse(unhedged)
     if not parsed.terms and not parsed.numbers:
         return ClaimCheck(claim, "unsure", "The claim states nothing checkable.", None)
-    alignment = _align(parsed, context)
+    # The same claim is aligned alike for every scorer of the run (alignment knows no mode).
+    alignment = context.remember(claim, lambda: _align(parsed, context))
     best = alignment.best
     if best is None:
         return ClaimCheck(claim, "unsure", "No context sentence matched the claim.", None)
@@ -280,7 +168,7 @@ def _check(claim: str, context: _Context, mode: Mode) -> ClaimCheck:
 
 
 def _content_check(
-    claim: str, parsed: Parsed, alignment: _Alignment, context: _Context
+    claim: str, parsed: Parsed, alignment: _Alignment, context: Prepared
 ) -> ClaimCheck:
     best = alignment.best
     assert best is not None
@@ -310,7 +198,7 @@ def _content_check(
     return _verdict(claim, "yes", "Supported by the context", best)
 
 
-def _lowered_names(claim: str, context: _Context) -> bool:
+def _lowered_names(claim: str, context: Prepared) -> bool:
     # Title words ("Order of Merit") are names to the parser too, so a claim that capitalises
     # some other word is taken as written.
     tokens = words(claim)
@@ -329,7 +217,7 @@ def _level(sure: bool) -> float:
 def _computed(
     claim: Parsed,
     alignment: _Alignment,
-    context: _Context,
+    context: Prepared,
     test: Callable[[Number, Sequence[Number]], bool],
 ) -> bool:
     """A number of the claim the context lacks may be computed from the context's numbers (a
@@ -351,13 +239,13 @@ def _verdict(
     return ClaimCheck(claim, verdict, why, evidence.text, confidence)
 
 
-def _align(claim: Parsed, context: _Context) -> _Alignment:
+def _align(claim: Parsed, context: Prepared) -> _Alignment:
     scores: dict[int, float] = {}
     # In a fixed order: float sums depend on it, and a tie between two sentences must not be
     # broken by the process's string-hash seed.
     for term in sorted(claim.terms):
-        weight = context.idf.get(term, 0.0)
-        for i in context.index.get(term, ()):
+        weight = context.idf(term)
+        for i in context.postings(term):
             scores[i] = scores.get(i, 0.0) + weight
     for number in _strict_numbers(claim):
         for i in _sentences_with(number, context):
@@ -368,7 +256,7 @@ def _align(claim: Parsed, context: _Context) -> _Alignment:
     best = context.sentences[at]
     unmatched, total = _unmatched(claim, context)
     # The fields of one JSON record are all about the same thing, in any order.
-    record = context.record_terms[at]
+    members, record = context.record(at)
     window = (*context.before[at], at)
     nearby = record.union(*(context.sentences[i].terms for i in window))
     return _Alignment(
@@ -379,11 +267,11 @@ def _align(claim: Parsed, context: _Context) -> _Alignment:
         nearby,
         context.places[at],
         record,
-        tuple(context.sentences[i] for i in context.records[at]),
+        tuple(context.sentences[i] for i in members),
     )
 
 
-def _unmatched(claim: Parsed, context: _Context) -> tuple[float, float]:
+def _unmatched(claim: Parsed, context: Prepared) -> tuple[float, float]:
     numbers = _strict_numbers(claim)
     missing = sum(1 for n in numbers if not _in_context(n, context))
     total = len(claim.terms) + NUMBER_WEIGHT * len(numbers)
@@ -433,7 +321,7 @@ def _speculative(claim: str) -> str | None:
 _DECISIVE = frozenset({"number", "state", "missing"})
 
 
-def _invented_name(kind: str, claim: Parsed, context: _Context) -> bool:
+def _invented_name(kind: str, claim: Parsed, context: Prepared) -> bool:
     # One name swapped for an invented one in a short claim; several unknown names are more
     # often a title or a phrase the context words otherwise ("Bachelor of Arts"), and a long
     # claim's name may belong to a clause the evidence does not restate.
@@ -443,7 +331,7 @@ def _invented_name(kind: str, claim: Parsed, context: _Context) -> bool:
     return kind == "name" and one_name and len(claim.terms) <= SHORT_CLAIM
 
 
-def _conflict(claim: Parsed, alignment: _Alignment, context: _Context) -> tuple[str, str] | None:
+def _conflict(claim: Parsed, alignment: _Alignment, context: Prepared) -> tuple[str, str] | None:
     best = alignment.best
     if best is None:
         return None
@@ -483,7 +371,7 @@ def _about_same(claim: Parsed, alignment: _Alignment) -> bool:
     return bool(claim.terms) and len(claim.terms & terms) >= ALIGN_FOR_CONFLICT * len(claim.terms)
 
 
-def _number_conflict(claim: Parsed, alignment: _Alignment, context: _Context) -> str | None:
+def _number_conflict(claim: Parsed, alignment: _Alignment, context: Prepared) -> str | None:
     best = alignment.best
     assert best is not None
     for number in _strict_numbers(claim):
@@ -584,7 +472,7 @@ def _show(number: Number) -> str:
 # --- support --------------------------------------------------------------------------------
 
 
-def _gap(claim: Parsed, alignment: _Alignment, context: _Context) -> str | None:
+def _gap(claim: Parsed, alignment: _Alignment, context: Prepared) -> str | None:
     for number in _strict_numbers(claim):
         if not _in_context(number, context):
             return f"the number {_show(number)} does not appear in the context"
@@ -608,7 +496,7 @@ def _gap(claim: Parsed, alignment: _Alignment, context: _Context) -> str | None:
     judged = sorted(_judgements(claim.text) - known)
     if judged:
         return f"the judgement '{_surface(claim.text, judged[:1])}' is not stated"
-    universal = sorted(_universals(claim.text) - context.universals)
+    universal = sorted(universals(claim.text) - context.universals)
     if universal:
         return f"'{universal[0]}' claims more than the context states"
     subject = _subject(claim)
@@ -696,14 +584,14 @@ def _contiguous(needle: Sequence[str], haystack: Sequence[str]) -> bool:
 _QUANTIFIER = re.compile(r"\b(?:both|neither|either|only)\b", re.I)
 
 
-def _known_name(name: str, context: _Context) -> bool:
+def _known_name(name: str, context: Prepared) -> bool:
     # "Libyan" / "Libya", "presidential" / "President": a shared 5-letter start is the same name.
     if name in context.vocabulary:
         return True
     return len(name) >= NAME_PREFIX and name[:NAME_PREFIX] in context.prefixes
 
 
-def _borrowed(claim: Parsed, alignment: _Alignment, context: _Context) -> list[str]:
+def _borrowed(claim: Parsed, alignment: _Alignment, context: Prepared) -> list[str]:
     """Claim words that its JSON record lacks and only other records of the same tool result
     have: in a list of orders, "order 2001 shipped" borrows "shipped" from order 1042."""
     if alignment.place is None or alignment.place[1] is None:
@@ -711,7 +599,7 @@ def _borrowed(claim: Parsed, alignment: _Alignment, context: _Context) -> list[s
     return sorted(
         term
         for term in claim.terms - alignment.record_terms
-        if (found := context.index.get(term))
+        if (found := context.postings(term))
         and all(_unrelated(alignment.place, context.places[i]) for i in found)
     )
 
@@ -757,16 +645,6 @@ def _judgements(text: str) -> set[str]:
     }
 
 
-# "all" is left out: it is mostly loose ("all three albums") and a stopword besides.
-_UNIVERSALS = frozenset({"every", "everyone", "everything", "everywhere", "always"})
-
-
-def _universals(text: str) -> set[str]:
-    # "free shipping on every order": a universal goes beyond any one stated case; it is
-    # grounded only when the context generalises too. Compared as written.
-    return {low for w in words(text) if (low := w.lower()) in _UNIVERSALS}
-
-
 def _too_little(alignment: _Alignment, claim: Parsed) -> bool:
     # In a short claim every word is the fact ("a married singer"); longer claims have
     # words that are mere phrasing, so the slack grows with the claim beyond STRICT_WORDS.
@@ -774,12 +652,12 @@ def _too_little(alignment: _Alignment, claim: Parsed) -> bool:
     return alignment.unmatched > slack
 
 
-def _sentences_with(number: Number, context: _Context) -> set[int]:
+def _sentences_with(number: Number, context: Prepared) -> set[int]:
     """The sentences holding a number the claim's `number` restates."""
     return {i for n, i in context.number_index.candidates(number) if _same_number(number, n)}
 
 
-def _in_context(number: Number, context: _Context) -> bool:
+def _in_context(number: Number, context: Prepared) -> bool:
     return any(_same_number(number, n) for n, _ in context.number_index.candidates(number))
 
 

@@ -307,9 +307,12 @@ async def _resolve_context(options: ClaimScorerOptions, params: StepParams, step
     if options.user_facts:
         context.extend(chunk for chunk in _user_facts(params) if chunk not in context)
     size = sum(len(chunk) for chunk in context)
-    if size > MAX_CONTEXT_CHARS:
+    # A judge that reads the context itself instead of sending it in a prompt (the local
+    # judge) says how much it reads.
+    limit = getattr(params.judge, "max_context_chars", MAX_CONTEXT_CHARS)
+    if size > limit:
         raise InputTooLargeError(
-            f"context has {size} characters, more than the {MAX_CONTEXT_CHARS} this scorer judges"
+            f"context has {size} characters, more than the {limit} this scorer judges"
         )
     return context
 
