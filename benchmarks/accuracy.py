@@ -177,7 +177,9 @@ def run_cascade(items: Sequence[Item], escalate: Escalate) -> CascadeOutcome:
     llm = OpenAIJudge("oracle", client=endpoint.client(max_retries=0), use_cache=False)
     scorer = create_hallucination_scorer(
         # No calibration share: it would send 2% more runs to the oracle, by random run id.
-        CascadeJudge(LocalJudge(), llm, escalate=escalate, calibration=0.0),
+        # No self-check either: the oracle calls every claim of a response by the response's
+        # label, so a right claim of a wrong answer "disagrees"; that measures the oracle.
+        CascadeJudge(LocalJudge(), llm, escalate=escalate, calibration=0.0, agreement_bound=0.0),
         get_context=run_context,
         include_reason=False,
     )
