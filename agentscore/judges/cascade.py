@@ -17,9 +17,11 @@ from typing import Any, Literal, TypeVar
 import structlog
 from pydantic import BaseModel
 
+from agentscore.claims import prompts
+from agentscore.claims.protocol import AnalyzePayload, Task, Verdicts, VerifyPayload
 from agentscore.errors import ConfigurationError, JudgeError
+from agentscore.judges._plain import JudgeLike, plain_judge
 from agentscore.judges.base import Judge, JudgeReply, JudgeRequest, JudgeUsage
-from agentscore.judges.resolve import JudgeLike, resolve_judge
 from agentscore.telemetry.core import current_telemetry
 
 __all__ = [
@@ -45,9 +47,9 @@ DECISION = "agentscore.cascade.decision"
 AGREEMENT = "agentscore.cascade.agreement"
 
 # Tasks whose replies are verdicts per claim, and the field that holds them.
-_VERDICT_FIELD = {"claims.verify": "claims", "claims.analyze": "verdicts"}
+_VERDICT_FIELD = {Task.VERIFY: "claims", Task.ANALYZE: "verdicts"}
 # Tasks the first judge answers for free when it can (claim splitting, the written reason).
-_FIRST_TASKS = frozenset({"claims.extract", "claims.reason"})
+_FIRST_TASKS = frozenset({Task.EXTRACT, Task.REASON})
 
 _log = structlog.get_logger("agentscore.cascade")
 
@@ -94,8 +96,8 @@ class CascadeJudge:
             )
         if escalate not in ("unsure", "run"):
             raise ConfigurationError(f"escalate must be 'unsure' or 'run', got {escalate!r}")
-        self.first: Judge = resolve_judge(first)
-        self.then: Judge = resolve_judge(then)
+        self.first: Judge = plain_judge(first)
+        self.then: Judge = plain_judge(then)
         self.confident_at = confident_at
         self.calibration = calibration
         self.on_llm_error = on_llm_error
@@ -113,17 +115,19 @@ class CascadeJudge:
         return f"CascadeJudge(first={self.first!r}, then={self.then!r})"
 
     async def complete(self, request: JudgeRequest[T]) -> JudgeReply[T]:
-        field = _VERDICT_FIELD.get(request.task)
-        if field is not None:
-            return await self._verdicts(request, field)
-        if request.task in _FIRST_TASKS:
+        payload = request.payload
+        if isinstance(payload, VerifyPayload | AnalyzePayload):
+            return await self._verdicts(request, payload, _VERDICT_FIELD[payload.task])
+        if payload is not None and payload.task in _FIRST_TASKS:
             try:
                 return await self.first.complete(request)
             except Exception as exc:
                 return await self._then(request, _cost(exc))
         return await self.then.complete(request)
 
-    async def _verdicts(self, request: JudgeRequest[T], field: str) -> JudgeReply[T]:
+    async def _verdicts(
+        self, request: JudgeRequest[T], payload: VerifyPayload | AnalyzePayload, field: str
+    ) -> JudgeReply[T]:
         try:
             first = await self.first.complete(request)
         except Exception as exc:
@@ -133,7 +137,7 @@ class CascadeJudge:
             for item in _items(first.value, field)
         ]
         sure = [self._confident(item) for item in items]
-        calibrating = self._calibrating(request.payload)
+        calibrating = self._calibrating(payload)
         chosen = [i for i, ok in enumerate(sure) if calibrating or not ok]
         if not chosen:
             self._count_run("local")
@@ -143,7 +147,7 @@ class CascadeJudge:
             chosen = list(range(len(items)))
         try:
             answer = await self.then.complete(
-                _escalation(request.payload, [items[i]["claim"] for i in chosen])
+                _escalation(payload, [items[i]["claim"] for i in chosen])
             )
         except JudgeError as exc:
             self._count_run("then_failed")
@@ -214,13 +218,17 @@ class CascadeJudge:
         confidence = item.get("confidence")
         return confidence is not None and confidence >= self.confident_at
 
-    def _calibrating(self, payload: Mapping[str, Any]) -> bool:
+    def _calibrating(self, payload: VerifyPayload | AnalyzePayload) -> bool:
         if self.calibration <= 0.0:
             return False
         # Chosen from the content, not at random: the same run is always in or out, so a
         # replayed or cached run is judged the same way.
         text = json.dumps(
-            [payload.get("output"), payload.get("claims"), payload.get("context")],
+            [
+                getattr(payload, "output", None),
+                getattr(payload, "claims", None),
+                list(payload.context),
+            ],
             ensure_ascii=False,
             default=str,
         )
@@ -251,18 +259,16 @@ def _rebuild(request: JudgeRequest[T], field: str, items: list[dict[str, Any]]) 
     return value
 
 
-def _escalation(payload: Mapping[str, Any], claims: list[str]) -> JudgeRequest[Any]:
+def _escalation(
+    payload: VerifyPayload | AnalyzePayload, claims: list[str]
+) -> JudgeRequest[Verdicts]:
     """The one LLM request of a run: the chosen claims, judged against the whole context."""
-    from agentscore.scorers import prompts
-
-    mode = payload["mode"]
-    context = payload["context"]
     return JudgeRequest(
-        task="claims.analyze",
-        system=prompts.system_prompt(mode),
-        prompt=prompts.analyze_prompt(mode, claims, context),
-        output_type=prompts.Verdicts,
-        payload={"mode": mode, "claims": claims, "context": context},
+        task=Task.ANALYZE,
+        system=prompts.system_prompt(payload.mode),
+        prompt=prompts.analyze_prompt(payload.mode, claims, payload.context),
+        output_type=Verdicts,
+        payload=AnalyzePayload(mode=payload.mode, claims=tuple(claims), context=payload.context),
         validate=prompts.one_verdict_per_claim(len(claims)),
     )
 
