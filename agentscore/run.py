@@ -28,6 +28,9 @@ class ScorerRun(BaseModel):
     ground_truth: Any = None
     request_context: dict[str, Any] = Field(default_factory=dict)
     agent_name: str | None = None
+    # The tools the agent could call, as Chat Completions tool definitions (what the model was
+    # sent); tool-call accuracy checks calls against them. Empty: not recorded.
+    tools: list[dict[str, Any]] = Field(default_factory=list)
     conversation_id: str | None = None
     trace_id: str | None = None
     span_id: str | None = None

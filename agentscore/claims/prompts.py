@@ -12,7 +12,7 @@ import hashlib
 import json
 from collections.abc import Callable, Sequence
 
-from agentscore.claims.protocol import ClaimMode, Verdicts
+from agentscore.claims.protocol import ClaimMode, CriterionScores, ItemVerdicts, Verdicts
 
 __all__ = [
     "CLAIM_RULES",
@@ -28,6 +28,8 @@ __all__ = [
     "context_text",
     "extract_prompt",
     "numbered",
+    "one_item_per",
+    "one_score_per",
     "one_verdict_per_claim",
     "reason_prompt",
     "relevancy_prompt",
@@ -269,5 +271,34 @@ def one_verdict_per_claim(expected: int) -> Callable[[Verdicts], None]:
                 f"expected exactly {expected} verdicts, one per claim in order, "
                 f"got {len(value.verdicts)}"
             )
+
+    return check
+
+
+def one_item_per(expected: int) -> Callable[[ItemVerdicts], None]:
+    """A reply check: exactly `expected` items, one per numbered entry (else the one repair)."""
+
+    def check(value: ItemVerdicts) -> None:
+        if len(value.items) != expected:
+            raise ValueError(
+                f"expected exactly {expected} items, one per numbered entry in order, "
+                f"got {len(value.items)}"
+            )
+
+    return check
+
+
+def one_score_per(expected: int, points: int) -> Callable[[CriterionScores], None]:
+    """A reply check: one score in 0..`points` per criterion, in order."""
+
+    def check(value: CriterionScores) -> None:
+        if len(value.criteria) != expected:
+            raise ValueError(
+                f"expected exactly {expected} criteria scores, one per criterion in order, "
+                f"got {len(value.criteria)}"
+            )
+        for entry in value.criteria:
+            if not 0 <= entry.score <= points:
+                raise ValueError(f"every score must lie in 0..{points}, got {entry.score}")
 
     return check
