@@ -114,6 +114,11 @@ class OpenAIJudge:
     def provider_name(self) -> str:
         return "openai"
 
+    @property
+    def base_url(self) -> str | None:
+        """The endpoint given, or None for the SDK's own configuration (OPENAI_BASE_URL)."""
+        return self._base_url
+
     def __repr__(self) -> str:
         return f"OpenAIJudge(model={self._model!r}, base_url={self._base_url!r})"
 

@@ -24,11 +24,13 @@ import anyio.to_thread
 import structlog
 
 from agentscore._options import check_number
+from agentscore.judges.base import Judge
 from agentscore.live._callbacks import call_user
 from agentscore.live._loop import BackgroundLoop, background_loop
 from agentscore.result import ScoreResult, ScoreStatus
 from agentscore.run import ScorerRun
 from agentscore.scorers.base import Scorer
+from agentscore.scorers.together import Together
 from agentscore.telemetry.core import Telemetry, reset_telemetry, use_telemetry
 from agentscore.telemetry.evaluations import evaluate, record_dropped
 
@@ -61,6 +63,8 @@ class ScoreJob:
     # Reads the run's messages on the background loop instead of the caller's path; until
     # then `run` holds only its ids (what drop accounting needs).
     read: Callable[[], ScorerRun] | None = None
+    # Shared by the jobs of one generation: their LLM scorers share one judge request.
+    together: Together | None = None
 
 
 DropHandler = Callable[[ScoreJob, str], object]
@@ -270,11 +274,20 @@ class Runner:
         try:
             if job.read is not None:
                 run = job.read()
-            if job.telemetry is not None:
-                return await evaluate(job.telemetry, job.scorer, run, timeout=self.run_timeout)
-            return await job.scorer.run(run, timeout=self.run_timeout)
+            if job.together is not None:
+                return await job.together.score(
+                    job.scorer, lambda judge: self._run(job, run, judge)
+                )
+            return await self._run(job, run, None)
         except Exception as exc:  # telemetry export trouble: the run still ends, as failed
             return job.scorer.failed_result(run, exc)
+
+    async def _run(self, job: ScoreJob, run: ScorerRun, judge: Judge | None) -> ScoreResult:
+        if job.telemetry is not None:
+            return await evaluate(
+                job.telemetry, job.scorer, run, timeout=self.run_timeout, judge=judge
+            )
+        return await job.scorer.run(run, timeout=self.run_timeout, judge=judge)
 
     def _dropped_job(self, job: ScoreJob, reason: str) -> None:
         if job.telemetry is not None:

@@ -20,7 +20,10 @@ import anyio.abc
 import structlog
 
 from agentscore.evals import Evals
+from agentscore.judges.base import Judge
 from agentscore.result import ScoreResult, ScoreStatus
+from agentscore.scorers.base import Scorer
+from agentscore.scorers.together import Together
 from agentscore.serve.budget import JudgeBudget
 from agentscore.serve.export import Exporters, keyed_ids
 from agentscore.serve.ingest import Ingestor
@@ -145,15 +148,25 @@ class ScoringWorker:
         busy = self._in_flight | self._exported | {job.key for job, _ in self._done}
         jobs = await anyio.to_thread.run_sync(self._queue.due_jobs, room, busy)
         started = 0
+        fresh = self._drop_stale(jobs)
+        shared = self._together(fresh)
         # Stale jobs go even while over budget: that is when they pile up.
-        for job in self._drop_stale(jobs):
+        for job in fresh:
             if not self._budget.available():
                 break
             self._budget.charge(1, 0)  # held now, settled with the real usage afterwards
             self._in_flight.add(job.key)
-            scoring.start_soon(self._score, job)
+            scoring.start_soon(self._score, job, shared.get(job.run.run_id))
             started += 1
         return started
+
+    def _together(self, jobs: Sequence[Job]) -> dict[str, Together]:
+        """One `Together` per generation among `jobs`: its LLM scorers share a judge request."""
+        by_run: dict[str, list[Scorer]] = {}
+        for job in jobs:
+            by_run.setdefault(job.run.run_id, []).append(self._scorers[job.scorer_id])
+        groups = {run_id: Together(scorers) for run_id, scorers in by_run.items()}
+        return {run_id: together for run_id, together in groups.items() if together.sharing}
 
     async def _export_in_background(self) -> None:
         try:
@@ -184,11 +197,17 @@ class ScoringWorker:
         finally:
             self._exported.difference_update(keys)
 
-    async def _score(self, job: Job) -> None:
+    async def _score(self, job: Job, together: Together | None = None) -> None:
         scorer = self._scorers[job.scorer_id]
+
+        async def run(judge: Judge | None) -> ScoreResult:
+            return await evaluate(
+                self._telemetry, scorer, job.run, timeout=self._run_timeout, judge=judge
+            )
+
         try:
             with keyed_ids(job.key), scoring_scope():
-                result = await evaluate(self._telemetry, scorer, job.run, timeout=self._run_timeout)
+                result = await (run(None) if together is None else together.score(scorer, run))
         except Exception as exc:  # scorers return failures as values; this is our own fault
             _log.error("serve_job_failed", scorer=job.scorer_id, error_type=type(exc).__name__)
             self._broken.append(job.key)

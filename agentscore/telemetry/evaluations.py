@@ -23,6 +23,7 @@ from opentelemetry.trace import (
     TraceFlags,
 )
 
+from agentscore.judges.base import Judge
 from agentscore.result import ScoreResult, ScoreStatus
 from agentscore.run import ScorerRun
 from agentscore.scorers.base import Scorer
@@ -66,9 +67,15 @@ def parent_context(run: ScorerRun) -> Context | None:
 
 
 async def evaluate(
-    telemetry: Telemetry, scorer: Scorer, run: ScorerRun, *, timeout: float | None
+    telemetry: Telemetry,
+    scorer: Scorer,
+    run: ScorerRun,
+    *,
+    timeout: float | None,
+    judge: Judge | None = None,
 ) -> ScoreResult:
-    """Run `scorer` inside an evaluation span, then emit the result's event and metrics."""
+    """Run `scorer` inside an evaluation span, then emit the result's event and metrics.
+    `judge` replaces the scorer's own for this run (see `Scorer.run`)."""
     parent = parent_context(run)
     token = use_telemetry(telemetry)
     try:
@@ -82,7 +89,7 @@ async def evaluate(
             },
             record_exception=False,
         ) as span:
-            result = await scorer.run(run, timeout=timeout)
+            result = await scorer.run(run, timeout=timeout, judge=judge)
             attributes = evaluation_attributes(result, telemetry.capture_content)
             span.set_attributes(attributes)
             if result.error is not None:
