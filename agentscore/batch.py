@@ -19,6 +19,7 @@ from agentscore.messages import Message
 from agentscore.result import ScoreResult, ScoreStatus
 from agentscore.run import ScorerRun
 from agentscore.scorers.base import Scorer
+from agentscore.scorers.together import score_together
 
 __all__ = [
     "EvalItemResult",
@@ -155,14 +156,9 @@ async def _evaluate_item(
     except Exception as exc:
         # The target's own errors can quote its credentials ("Bearer sk-..." from the SDK).
         return EvalItemResult(index=index, error=redact(f"{type(exc).__name__}: {exc}"))
-    scored: dict[str, ScoreResult] = {}
-
-    async def score(scorer: Scorer) -> None:
-        scored[scorer.id] = await scorer.run(run)
-
-    async with anyio.create_task_group() as task_group:
-        for scorer in scorers:
-            task_group.start_soon(score, scorer)
+    # The item's LLM scorers on one judge share one judge request.
+    results = await score_together(scorers, run)
+    scored = {scorer.id: result for scorer, result in zip(scorers, results, strict=True)}
     return EvalItemResult(index=index, run=run, scorer_results=scored)
 
 
