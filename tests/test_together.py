@@ -257,3 +257,18 @@ def test_different_judge_models_are_not_combined() -> None:
     assert len(endpoint.requests) == 2
     assert by_id(results)["answer_relevancy"].score == 1.0
     runner.shutdown()
+
+
+async def test_a_generation_submitted_from_any_event_loop_shares_its_request() -> None:
+    # Submitted from the caller's loop (asyncio or trio), scored on agentscore's own.
+    endpoint = ScriptedEndpoint(combined_then(GOOD_SECTIONS))
+    runner = Runner()
+    results: list[ScoreResult] = []
+    evals = Evals(scorers=four_scorers(endpoint), runner=runner, on_score=results.append)
+
+    assert await evals.asubmit_run(a_run())
+    assert await runner.aflush(timeout=30)
+
+    assert len(endpoint.requests) == 1
+    assert sorted(r.score for r in results if r.score is not None) == [0.33, 0.67, 0.67, 0.75]
+    runner.shutdown()

@@ -78,8 +78,8 @@ class Together:
             if len(members) < 2:
                 continue
             meeting = _Meeting(len(members), window)
-            for scorer in members:
-                self._members.setdefault(id(scorer), _Member(meeting, scorer.judge))
+            for place, scorer in enumerate(members):
+                self._members.setdefault(id(scorer), _Member(meeting, scorer.judge, place))
 
     @property
     def sharing(self) -> int:
@@ -112,10 +112,13 @@ def _sharing_key(judge: Judge) -> tuple[object, ...] | None:
 class _Member:
     """One scorer's judge: its first shareable request goes to the meeting, the rest alone."""
 
-    def __init__(self, meeting: _Meeting, own: Judge) -> None:
+    def __init__(self, meeting: _Meeting, own: Judge, place: int) -> None:
         self._meeting = meeting
         self._own = own
         self._asked = False
+        # Sections go in the scorers' order, not their arrival's: the same generation makes
+        # the same prompt (and hits the judge's cache).
+        self.place = place
 
     @property
     def model_name(self) -> str:
@@ -159,7 +162,9 @@ class _Meeting:
         self._window = window
         self._seats: list[_Seat] = []
         self._accounted: set[int] = set()
-        self._ready = anyio.Event()
+        # Made on the loop that waits on it (the meeting itself may be made on a caller's
+        # loop of another kind, e.g. trio, before the jobs reach the background loop).
+        self._ready: anyio.Event | None = None
         self._closed = False
 
     def leave(self, member: _Member) -> None:
@@ -183,16 +188,22 @@ class _Meeting:
 
     def _account(self, member: _Member) -> None:
         self._accounted.add(id(member))
-        if len(self._accounted) >= self._size:
+        if self._all_in and self._ready is not None:
             self._ready.set()
+
+    @property
+    def _all_in(self) -> bool:
+        return len(self._accounted) >= self._size
 
     async def _lead(self) -> None:
         seats: list[_Seat] = []
         try:
-            with anyio.move_on_after(self._window):
-                await self._ready.wait()
+            if not self._all_in:
+                self._ready = anyio.Event()
+                with anyio.move_on_after(self._window):
+                    await self._ready.wait()
             self._closed = True
-            seats, self._seats = self._seats, []
+            seats, self._seats = sorted(self._seats, key=lambda seat: seat.member.place), []
             await _send(seats)
         finally:
             # Cancelled (the leader's own timeout): the others ask alone, nobody waits forever.
