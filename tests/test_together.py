@@ -20,7 +20,7 @@ from agentscore.scorers import (
     create_hallucination_scorer,
     create_regex_scorer,
 )
-from agentscore.scorers.together import score_together
+from agentscore.scorers.together import Together, score_together
 from agentscore.testing import ScriptedEndpoint, ScriptedReply, chat_completion, http_error
 
 pytestmark = pytest.mark.anyio
@@ -272,3 +272,18 @@ async def test_a_generation_submitted_from_any_event_loop_shares_its_request() -
     assert len(endpoint.requests) == 1
     assert sorted(r.score for r in results if r.score is not None) == [0.33, 0.67, 0.67, 0.75]
     runner.shutdown()
+
+
+async def test_a_scorer_whose_partner_never_runs_asks_alone_after_the_window() -> None:
+    # A generation's other job was dropped (queue full): the first must not wait for it.
+    reply = {"statements": [{"statement": ANSWER, "verdict": "yes", "reason": "on topic"}]}
+    endpoint = ScriptedEndpoint([chat_completion(reply)])
+    relevancy = create_answer_relevancy_scorer(judge_for(endpoint))
+    completeness = create_completeness_scorer(judge_for(endpoint))
+    together = Together([relevancy, completeness], window=0.05)
+
+    result = await together.score(relevancy, lambda judge: relevancy.run(a_run(), judge=judge))
+
+    assert result.score == 1.0
+    assert len(endpoint.requests) == 1
+    assert 'Section "s1"' not in prompt_of(endpoint.requests[0])  # its own prompt, alone
