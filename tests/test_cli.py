@@ -83,12 +83,8 @@ def test_demo_runs_offline_and_prints_the_score_table(tmp_path: Path) -> None:
     rows = {line[:48].strip(): line[48:].split() for line in out.splitlines() if "  " in line}
     # Then answer relevancy (lexical on the local judge: a statement sharing no word with the
     # question counts 0.3) and tool-call accuracy (every recorded call valid).
-    assert rows["Where is my order 1042?"] == ["1.00", "pass", "0.00", "pass"] + [
-        "0.65",
-        "fail",
-        "1.00",
-        "pass",
-    ]
+    grounded = ["1.00", "pass", "0.00", "pass", "0.65", "fail", "1.00", "pass"]
+    assert rows["Where is my order 1042?"] == grounded
     # 2 of 3 claims supported is below the default pass lines (0.8 and 0.2).
     assert rows["Is shipping free?"][:4] == ["0.67", "fail", "0.33", "fail"]
     assert rows["What happened to order 3003?"][:4] == ["0.00", "fail", "1.00", "fail"]
