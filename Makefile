@@ -20,6 +20,7 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check agentscore tests benchmarks examples
 	$(BIN)/ruff format --check agentscore tests benchmarks examples
+	$(BIN)/python -m tests.import_rules
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -40,6 +41,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/judge_limits.py
 	$(BIN)/python benchmarks/serve.py
 	$(BIN)/python benchmarks/serve_latency.py
+	$(BIN)/python benchmarks/eval_ci.py
 
 bench-peers: $(STAMP)
 	$(BIN)/python benchmarks/peers.py

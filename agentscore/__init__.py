@@ -12,8 +12,8 @@ from agentscore.errors import (
     UnreadableMessageError,
 )
 from agentscore.evals import Evals, SampledScorer
-from agentscore.live.runner import Runner, RunnerStats, default_runner
 from agentscore.messages import Message, ToolCall
+from agentscore.pipeline.runner import Runner, RunnerStats, default_runner
 from agentscore.result import ScoreResult, ScoreStatus
 from agentscore.run import ScorerRun
 from agentscore.spans import ScoringSpanProcessor

@@ -8,11 +8,19 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+import structlog
+
+from agentscore._eval_failures import Breaker, FailureTally, JudgeKeepsFailing
+from agentscore._eval_progress import Progress
+from agentscore._failing import failing_claims
+from agentscore._junit import write_junit
+from agentscore._markdown import publish, render_eval
 from agentscore._table import render_table
 from agentscore.adapters import coerce_messages
 from agentscore.batch import EvalItemResult, run_evals_sync, split_messages
@@ -60,6 +68,7 @@ _DEFAULT_THRESHOLDS = {
     "completeness": completeness.DEFAULT_THRESHOLD,
 }
 _UNREACHABLE = {"JudgeConnectionError", "JudgeAuthError", "JudgeTimeoutError"}
+_HEADERS = ["scorer", "mean", "pass rate", "scored", "failed"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,28 +83,42 @@ class EvalOptions:
     thresholds: Mapping[str, float] = field(default_factory=dict)
     max_skip_rate: float = 0.1
     traces: bool = False  # `data` holds traces: score the generations found in them
+    junit: str | None = None
+    markdown: str | None = None
+    # Dollars per million input and output tokens, for the cost in the markdown report.
+    judge_price: tuple[float, float] | None = None
+    max_consecutive_failures: int = 20
+    progress_every: float = 5.0
 
 
 def run_eval_file(options: EvalOptions) -> int:
-    """Exit status: 0 ok, 1 below --fail-under, 2 unusable arguments, input or judge,
-    130 interrupted."""
+    """Exit status: 0 ok, 1 below --fail-under, 2 unusable arguments, input or judge (or the
+    judge kept failing), 130 interrupted."""
     problem = _check_options(options)
     if problem:
         print(f"agentscore eval: {problem}", file=sys.stderr)
         return 2
     duplicates: list[tuple[int, str]] = []
+    notes: list[str] = []
+    nothing_found: str | None = None
     if options.traces:
         from agentscore._eval_traces import read_trace_items
 
-        items, malformed = read_trace_items(Path(options.data))
+        traces = read_trace_items(Path(options.data))
+        items, malformed, notes = traces.items, traces.malformed, traces.notes()
+        skipped = traces.skipped
+        nothing_found = traces.nothing_found(options.data)
     else:
         items, malformed, duplicates = _read_items(Path(options.data))
+        skipped = len(malformed)
     for line, reason in malformed:
         where = f"{options.data}:{line}" if line else options.data
         print(f"agentscore eval: {where}: skipped: {reason}", file=sys.stderr)
     for line, reason in duplicates:
         print(f"agentscore eval: {options.data}:{line}: {reason}", file=sys.stderr)
-    problem = _check_input(options, len(items), len(malformed))
+    for note in notes:
+        print(f"agentscore eval: {options.data}: {note}", file=sys.stderr)
+    problem = _check_input(options, len(items), skipped, nothing_found)
     if problem:
         print(f"agentscore eval: {problem}", file=sys.stderr)
         return 2
@@ -115,32 +138,44 @@ def run_eval_file(options: EvalOptions) -> int:
     except ConfigurationError as exc:  # e.g. completeness with --judge local
         print(f"agentscore eval: {exc}", file=sys.stderr)
         return 2
-    progress = _Progress(len(todo))
-    output = _Output(Path(options.out) if options.out else None)
+    state = _RunState(
+        todo=todo,
+        output=_Output(Path(options.out) if options.out else None),
+        progress=Progress(len(todo), every=options.progress_every),
+        breaker=Breaker(options.max_consecutive_failures),
+    )
+    started = time.monotonic()
     try:
-        run_evals_sync(
-            todo,
-            scorers,
-            concurrency=options.concurrency,
-            on_item_complete=lambda result: _record(result, todo, output, progress),
-        )
+        with _failures_summarised():
+            stopped = _score(state, scorers, options.concurrency)
     except KeyboardInterrupt:
-        output.close()
-        progress.close()
+        state.close()
         hint = (
-            f"{len(progress.rows)} of {len(todo)} records scored and saved in {options.out}; "
+            f"{len(state.rows)} of {len(todo)} records scored and saved in {options.out}; "
             "run the same command again to resume"
             if options.out
             else "nothing was saved; add --out FILE to make a run resumable"
         )
         print(f"\nagentscore eval: interrupted: {hint}", file=sys.stderr)
         return 130
-    output.close()
-    progress.close()
+    state.close()
 
-    rows = _all_rows(Path(options.out)) if options.out else progress.rows
+    rows = _all_rows(Path(options.out)) if options.out else state.rows
     summary = _summarize(rows, scorers)
-    print(render_table(["scorer", "mean", "pass rate", "scored", "failed"], summary.table))
+    print(render_table(_HEADERS, summary.table))
+    for failure in state.failures.lines():
+        print(f"agentscore eval: {failure}", file=sys.stderr)
+    _write_reports(options, rows, scorers, summary, time.monotonic() - started)
+    if stopped is not None:
+        saved = f"saved in {options.out}; rerun to resume" if options.out else "not saved"
+        print(
+            f"agentscore eval: stopped: {stopped} (first: {stopped.example}); "
+            f"{len(state.rows)} of {len(todo)} records done, {saved}. Check the judge "
+            "(OPENAI_BASE_URL / OPENAI_API_KEY), or use --judge local; "
+            "--max-consecutive-failures sets the limit (0: never stop)",
+            file=sys.stderr,
+        )
+        return 2
     if summary.unreachable:
         print(
             f"agentscore eval: every judge call failed ({', '.join(sorted(summary.unreachable))}); "
@@ -163,6 +198,56 @@ def run_eval_file(options: EvalOptions) -> int:
     return 0
 
 
+def _score(state: _RunState, scorers: list[Scorer], concurrency: int) -> JudgeKeepsFailing | None:
+    """Score the records; the breaker's verdict when it stopped the run."""
+    stopped: list[JudgeKeepsFailing] = []
+    try:
+        run_evals_sync(state.todo, scorers, concurrency=concurrency, on_item_complete=state.record)
+    except* JudgeKeepsFailing as group:
+        stopped += [e for e in group.exceptions if isinstance(e, JudgeKeepsFailing)]
+    return stopped[0] if stopped else None
+
+
+@contextmanager
+def _failures_summarised() -> Iterator[None]:
+    """Silence the per-record `scorer_failed` warning while a run counts failures itself:
+    10,000 failing records would otherwise print 20,000 lines."""
+    processors = structlog.get_config()["processors"]
+
+    def drop(_logger: object, _method: str, event: MutableMapping[str, Any]) -> Any:
+        if event.get("event") == "scorer_failed":
+            raise structlog.DropEvent
+        return event
+
+    structlog.configure(processors=[drop, *processors])
+    try:
+        yield
+    finally:
+        structlog.configure(processors=processors)
+
+
+def _write_reports(
+    options: EvalOptions,
+    rows: list[dict[str, Any]],
+    scorers: list[Scorer],
+    summary: _Summary,
+    seconds: float,
+) -> None:
+    if options.junit:
+        write_junit(Path(options.junit), rows, [scorer.id for scorer in scorers], seconds)
+    if options.markdown or os.environ.get("GITHUB_STEP_SUMMARY"):
+        text = render_eval(
+            title=options.data,
+            headers=_HEADERS,
+            summary=summary.table,
+            rows=rows,
+            higher_is_better={scorer.id: scorer.higher_is_better for scorer in scorers},
+            judge=options.judge,
+            price=options.judge_price,
+        )
+        publish(text, options.markdown)
+
+
 def _check_options(options: EvalOptions) -> str | None:
     unknown = [name for name in options.scorers if name not in _SCORERS]
     if unknown or not options.scorers:
@@ -174,6 +259,10 @@ def _check_options(options: EvalOptions) -> str | None:
         return f"cannot read {options.data!r}: no such file"
     if options.concurrency < 1:
         return "--concurrency must be at least 1"
+    if options.max_consecutive_failures < 0:
+        return "--max-consecutive-failures must be 0 (never stop) or more"
+    if options.progress_every <= 0:
+        return "--progress-every must be a positive number of seconds"
     for name, value in options.thresholds.items():
         if name not in _SCORERS:
             return f"--threshold names an unknown scorer {name!r}; choose from {sorted(_SCORERS)}"
@@ -193,7 +282,11 @@ def _check_options(options: EvalOptions) -> str | None:
     return None
 
 
-def _check_input(options: EvalOptions, readable: int, skipped: int) -> str | None:
+def _check_input(
+    options: EvalOptions, readable: int, skipped: int, nothing_found: str | None
+) -> str | None:
+    if not readable and nothing_found:
+        return nothing_found
     if not readable:
         found = f"{skipped} lines skipped" if skipped else "the file is empty"
         return (
@@ -295,11 +388,42 @@ def _all_rows(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def _record(
-    result: EvalItemResult, items: list[dict[str, Any]], output: _Output, progress: _Progress
-) -> None:
-    row = {
-        "id": items[result.index]["id"],
+@dataclass(slots=True)
+class _RunState:
+    """What one run keeps as records finish: rows, failures, progress and the breaker."""
+
+    todo: list[dict[str, Any]]
+    output: _Output
+    progress: Progress
+    breaker: Breaker
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    failures: FailureTally = field(default_factory=FailureTally)
+
+    def record(self, result: EvalItemResult) -> None:
+        record_id = self.todo[result.index]["id"]
+        row = _row(record_id, result)
+        if not self.output.write(row):
+            return
+        self.rows.append(row)
+        self.progress.advance()
+        if result.error is not None:
+            self.failures.add(result.error.partition(":")[0], record_id, result.error)
+        for scorer_id, score in result.scorer_results.items():
+            where = f"{record_id} {scorer_id}"
+            if score.error is None:
+                self.breaker.observe(None, where)
+                continue
+            self.failures.add(score.error.type, where, score.error.message)
+            self.breaker.observe(score.error.type, f"{where}: {score.error.message}")
+
+    def close(self) -> None:
+        self.output.close()
+        self.progress.close()
+
+
+def _row(record_id: str, result: EvalItemResult) -> dict[str, Any]:
+    return {
+        "id": record_id,
         "error": result.error,
         "scores": {
             scorer_id: {
@@ -309,13 +433,14 @@ def _record(
                 "status": score.status.value,
                 "reason": score.reason,
                 "error": None if score.error is None else score.error.model_dump(),
+                "failing_claims": failing_claims(score),
                 "judge_calls": score.judge_usage.calls,
+                "input_tokens": score.judge_usage.input_tokens,
+                "output_tokens": score.judge_usage.output_tokens,
             }
             for scorer_id, score in result.scorer_results.items()
         },
     }
-    if output.write(row):
-        progress.advance(row)
 
 
 class _Output:
@@ -377,26 +502,3 @@ def _summarize(rows: list[dict[str, Any]], scorers: list[Scorer]) -> _Summary:
     total = sum(len(row.get("scores", {})) for row in rows)
     unreachable = set(error_types) & _UNREACHABLE if total and len(error_types) == total else set()
     return _Summary(table, rates, unreachable)
-
-
-class _Progress:
-    """A progress line on stderr for runs long enough to need one."""
-
-    def __init__(self, total: int) -> None:
-        self.total = total
-        self.rows: list[dict[str, Any]] = []
-        self._shown = total >= 20
-        self._last = 0.0
-
-    def advance(self, row: dict[str, Any]) -> None:
-        self.rows.append(row)
-        now = time.monotonic()
-        if self._shown and (now - self._last > 0.2 or len(self.rows) == self.total):
-            self._last = now
-            filled = int(30 * len(self.rows) / self.total)
-            bar = "#" * filled + "-" * (30 - filled)
-            print(f"\rscoring [{bar}] {len(self.rows)}/{self.total}", end="", file=sys.stderr)
-
-    def close(self) -> None:
-        if self._shown and self.rows:
-            print(file=sys.stderr)

@@ -9,7 +9,9 @@ on as a record with `id` = trace id + span id, so resuming with `--out` skips th
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -17,16 +19,44 @@ from typing import Any
 from agentscore.spans.assembler import TraceAssembler
 from agentscore.spans.records import SpanRecord
 
-__all__ = ["read_trace_items"]
+__all__ = ["TraceItems", "read_trace_items"]
 
 _MAX_LINE = 64 * 1024 * 1024
 
 
-def read_trace_items(path: Path) -> tuple[list[dict[str, Any]], list[tuple[int, str]]]:
-    """Records to score, and (line, reason) for lines or generations that cannot be read."""
+@dataclass(slots=True)
+class TraceItems:
+    """What a trace file holds: records to score, lines that cannot be read, and the
+    generations found that cannot be scored, grouped by why (one reason often covers them all:
+    a trace recorded without message content)."""
+
+    items: list[dict[str, Any]] = field(default_factory=list)
+    malformed: list[tuple[int, str]] = field(default_factory=list)
+    unreadable: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def skipped(self) -> int:
+        return len(self.malformed) + sum(self.unreadable.values())
+
+    def notes(self) -> list[str]:
+        return [
+            f"{count} generation{'s' if count > 1 else ''} skipped: {reason}"
+            for reason, count in self.unreadable.most_common()
+        ]
+
+    def nothing_found(self, data: str) -> str:
+        if self.unreadable:
+            return f"no generation in {data!r} can be scored (why: above)"
+        return (
+            f"no generation found in {data!r}: expected OTLP/JSON lines or agentscore's JSONL "
+            "span export, holding model spans (GenAI conventions or OpenInference)"
+        )
+
+
+def read_trace_items(path: Path) -> TraceItems:
     # Stored traces are complete: no trace waits on an idle timeout, all close at the end.
     assembler = TraceAssembler(idle_timeout=float("inf"), max_traces=1_000_000)
-    malformed: list[tuple[int, str]] = []
+    found = TraceItems()
     runs = []
     with path.open(encoding="utf-8", errors="replace") as lines:
         for number, line in enumerate(lines, start=1):
@@ -35,18 +65,17 @@ def read_trace_items(path: Path) -> tuple[list[dict[str, Any]], list[tuple[int, 
             try:
                 spans = _spans(line)
             except (ValueError, KeyError, TypeError) as exc:
-                malformed.append((number, f"not an OTLP/JSON request or span ({exc})"))
+                found.malformed.append((number, f"not an OTLP/JSON request or span ({exc})"))
                 continue
             for span in spans:
                 runs += assembler.add(span, 0.0)
     runs += assembler.drain()
-    items: list[dict[str, Any]] = []
     for run in runs:
         if run.read_error is not None:
-            malformed.append((0, f"generation {run.run_id}: {run.read_error}"))
+            found.unreadable[run.read_error] += 1
             continue
-        items.append({"id": run.run_id, "input": run.input, "output": run.output})
-    return items, malformed
+        found.items.append({"id": run.run_id, "input": run.input, "output": run.output})
+    return found
 
 
 def _spans(line: str) -> list[SpanRecord]:

@@ -24,12 +24,12 @@ from agentscore._redact import register_secret
 from agentscore.adapters import coerce_messages
 from agentscore.errors import ConfigurationError
 from agentscore.evals import Evals, EvalsLike, SampledScorer, sampled_entries
-from agentscore.live._callbacks import call_user, on_loop
-from agentscore.live._loop import SIGNAL_POLL, BackgroundLoop
-from agentscore.live.runner import Runner, default_runner
 from agentscore.messages import Message, ToolCall
+from agentscore.pipeline.runner import Runner, default_runner
 from agentscore.result import ScoreResult
 from agentscore.run import ScorerRun
+from agentscore.runtime.callbacks import call_user, on_loop
+from agentscore.runtime.loop import SIGNAL_POLL, BackgroundLoop
 from agentscore.scorers.base import Scorer
 from agentscore.streaming import (
     ChunkAccumulator,

@@ -14,10 +14,10 @@ from agentscore._redact import redact
 from agentscore.adapters import coerce_messages
 from agentscore.agent import Agent
 from agentscore.errors import ConfigurationError
-from agentscore.live._loop import background_loop
 from agentscore.messages import Message
 from agentscore.result import ScoreResult, ScoreStatus
 from agentscore.run import ScorerRun
+from agentscore.runtime.loop import background_loop
 from agentscore.scorers.base import Scorer
 from agentscore.scorers.together import score_together
 

@@ -1,4 +1,4 @@
-"""The `agentscore` command: `demo`, `eval` and `serve`."""
+"""The `agentscore` command: `demo`, `eval`, `compare` and `serve`."""
 
 from __future__ import annotations
 
@@ -70,6 +70,53 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="RATE",
         help="exit 2 if more than this share of the lines cannot be read (default 0.1)",
     )
+    evaluate.add_argument(
+        "--junit", metavar="FILE", help="write JUnit XML: one test case per record and scorer"
+    )
+    evaluate.add_argument(
+        "--markdown",
+        metavar="FILE",
+        help="write a markdown summary (also appended to $GITHUB_STEP_SUMMARY when set)",
+    )
+    evaluate.add_argument(
+        "--judge-price",
+        type=_price,
+        metavar="IN,OUT",
+        help="dollars per million input and output tokens, for the cost in the markdown report",
+    )
+    evaluate.add_argument(
+        "--max-consecutive-failures",
+        type=int,
+        default=20,
+        metavar="N",
+        help="stop with exit 2 after N scores in a row failed with the same judge error "
+        "(unreachable, timeout, rate limit, 5xx, auth); 0 never stops (default 20)",
+    )
+    evaluate.add_argument(
+        "--progress-every",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="when stderr is not a terminal, a progress line this often (default 5)",
+    )
+
+    compare = commands.add_parser(
+        "compare",
+        help="compare two `eval --out` results files: pass rates, means, flipped records",
+    )
+    compare.add_argument("base", help="results JSONL of the reference run")
+    compare.add_argument("new", help="results JSONL of the run to check")
+    compare.add_argument(
+        "--max-drop",
+        type=float,
+        metavar="POINTS",
+        help="exit 1 if a scorer's pass rate fell by more than POINTS percentage points",
+    )
+    compare.add_argument(
+        "--markdown",
+        metavar="FILE",
+        help="write the comparison as markdown (also appended to $GITHUB_STEP_SUMMARY)",
+    )
 
     from agentscore.serve.command import add_serve_command, serve_command
 
@@ -81,6 +128,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from agentscore.demo import run_demo
 
         return run_demo(model=args.model, judge=args.judge, reasons=args.reasons)
+    if args.command == "compare":
+        from agentscore.compare import run_compare
+
+        return run_compare(args.base, args.new, max_drop=args.max_drop, markdown=args.markdown)
     from agentscore._eval_file import EvalOptions, run_eval_file
 
     if (args.data is None) == (args.traces is None):
@@ -96,6 +147,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             fail_under=args.fail_under,
             thresholds=dict(args.threshold),
             max_skip_rate=args.max_skip_rate,
+            junit=args.junit,
+            markdown=args.markdown,
+            judge_price=args.judge_price,
+            max_consecutive_failures=args.max_consecutive_failures,
+            progress_every=args.progress_every,
         )
     )
 
@@ -111,6 +167,18 @@ def _threshold(text: str) -> tuple[str, float]:
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"{text!r}: expected SCORER=VALUE, e.g. faithfulness=0.8 or hallucination=0.2"
+        ) from None
+
+
+def _price(text: str) -> tuple[float, float]:
+    prices = text.split(",")
+    try:
+        if len(prices) != 2 or any(float(p) < 0 for p in prices):
+            raise ValueError
+        return float(prices[0]), float(prices[1])
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected IN,OUT dollars per million tokens, e.g. 0.15,0.6"
         ) from None
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
     from agentscore.judges.base import JudgeUsage
@@ -26,11 +26,18 @@ __all__ = [
     "ScorerTimeoutError",
     "UnreadableMessageError",
     "UnsupportedTaskError",
+    "is_transient",
 ]
 
 
 class AgentScoreError(Exception):
-    """Base class of every error agentscore defines."""
+    """Base class of every error agentscore defines.
+
+    `transient` errors are expected to pass (an outage, a rate limit, a timeout): the pipeline
+    retries their run later instead of ending it as failed. Every other error is permanent.
+    """
+
+    transient: ClassVar[bool] = False
 
 
 class ConfigurationError(AgentScoreError, ValueError):
@@ -55,21 +62,31 @@ class JudgeResponseError(JudgeError):
     """The judge endpoint answered 200 with a body that is not a chat completion (a proxy's
     error page, a cut body), after retries."""
 
+    transient = True
+
 
 class JudgeTimeoutError(JudgeError):
     """The judge endpoint did not answer in time (after retries)."""
+
+    transient = True
 
 
 class JudgeConnectionError(JudgeError):
     """The judge endpoint could not be reached (after retries)."""
 
+    transient = True
+
 
 class JudgeRateLimitError(JudgeError):
     """The judge endpoint kept answering 429 (after retries)."""
 
+    transient = True
+
 
 class JudgeServerError(JudgeError):
     """The judge endpoint kept answering 5xx (after retries)."""
+
+    transient = True
 
 
 class JudgeAuthError(JudgeError):
@@ -94,7 +111,8 @@ class MissingInputError(AgentScoreError, ValueError):
 
 
 class ScorerTimeoutError(AgentScoreError):
-    """A scorer run took longer than its time budget."""
+    """A scorer run took longer than its time budget. Permanent: the budget is the user's
+    bound on a run (a judge that times out raises `JudgeTimeoutError`, which is retried)."""
 
 
 class CallbackBacklogError(AgentScoreError):
@@ -107,3 +125,8 @@ class UnreadableMessageError(AgentScoreError, TypeError):
 
     A `TypeError` so that pydantic passes it through validators unwrapped.
     """
+
+
+def is_transient(exc: BaseException) -> bool:
+    """True for an error that will likely pass if the same work is tried again later."""
+    return isinstance(exc, AgentScoreError) and exc.transient

@@ -19,10 +19,9 @@ from opentelemetry.trace import Span, SpanContext
 from agentscore._options import check_number
 from agentscore.adapters import coerce_messages
 from agentscore.errors import ConfigurationError, UnreadableMessageError
-from agentscore.live._callbacks import call_user
-from agentscore.live.runner import Runner, ScoreJob, ScoreSink, default_runner
-from agentscore.live.sampling import sample_point, sampled
 from agentscore.messages import Message, Role
+from agentscore.pipeline.choose import accepts, accepts_async, sampled_scorers
+from agentscore.pipeline.runner import Runner, ScoreJob, ScoreSink, default_runner
 from agentscore.run import ScorerRun
 from agentscore.scorers.base import Scorer
 from agentscore.scorers.together import Together
@@ -98,7 +97,7 @@ class Evals:
             run_id = f"{random.getrandbits(128):032x}"  # unique, not secret: no need for uuid4
             valid = context.is_valid
             trace_id = f"{context.trace_id:032x}" if valid else None
-            chosen = _chosen(self._entries, trace_id, run_id)
+            chosen = sampled_scorers(self._entries, trace_id, run_id)
             if not chosen:
                 return False
             header = ScorerRun.model_construct(
@@ -147,7 +146,7 @@ class Evals:
         own. Samples, filters and queues like `submit`; never raises.
         """
         try:
-            chosen = _chosen(
+            chosen = sampled_scorers(
                 self._entries if entries is None else entries, run.trace_id, run.run_id
             )
             return bool(chosen) and self._queue(run, chosen, telemetry, on_result)
@@ -166,17 +165,12 @@ class Evals:
         """`submit_run` for async callers: a sync filter runs in a worker thread, so a slow
         one never holds the caller's event loop (which `generate_sync` callers share)."""
         try:
-            chosen = _chosen(
+            chosen = sampled_scorers(
                 self._entries if entries is None else entries, run.trace_id, run.run_id
             )
             if not chosen:
                 return False
-            vetoed = (
-                run.read_error is None
-                and self.filter is not None
-                and not await _accepts_async(self.filter, run)
-            )
-            if vetoed:
+            if not await accepts_async(self.filter, run):
                 return False
             return self._enqueue(run, chosen, telemetry, on_result)
         except Exception as exc:
@@ -227,8 +221,7 @@ class Evals:
         telemetry: Telemetry | None,
         on_result: ScoreSink | None,
     ) -> bool:
-        # An unreadable run skips the filter: it must surface as a failed result.
-        if run.read_error is None and self.filter is not None and not _accepts(self.filter, run):
+        if not accepts(self.filter, run):
             return False
         return self._enqueue(run, chosen, telemetry, on_result)
 
@@ -350,33 +343,10 @@ def _snapshot(value: object) -> object:
     return value
 
 
-def _chosen(entries: Sequence[SampledScorer], trace_id: str | None, run_id: str) -> list[Scorer]:
-    if not entries:
-        return []
-    point = sample_point(trace_id, run_id)
-    return [entry.scorer for entry in entries if sampled(entry.sampling, point)]
-
-
 def _span_context(span: Span | SpanContext | None) -> SpanContext:
     if isinstance(span, SpanContext):
         return span
     return (span or trace.get_current_span()).get_span_context()
-
-
-def _accepts(filter_: Callable[[ScorerRun], bool], run: ScorerRun) -> bool:
-    try:
-        return bool(filter_(run))
-    except Exception as exc:  # a broken filter skips scoring; it must not break the caller
-        _log.error("evals_filter_failed", error_type=type(exc).__name__)
-        return False
-
-
-async def _accepts_async(filter_: Callable[[ScorerRun], bool], run: ScorerRun) -> bool:
-    try:
-        return bool(await call_user(filter_, run))
-    except Exception as exc:
-        _log.error("evals_filter_failed", error_type=type(exc).__name__)
-        return False
 
 
 def _read_messages(value: object, role: Role) -> tuple[list[Message], str | None]:

@@ -20,12 +20,17 @@ class ScoreStatus(StrEnum):
 
 
 class ScoreError(BaseModel):
-    """Why a run failed: the exception class name and a message free of secrets."""
+    """Why a run failed: the exception class name and a message free of secrets.
+
+    `transient`: the cause will likely pass (judge outage, rate limit, timeout), so the
+    pipeline retries the run later before it lets this result stand.
+    """
 
     model_config = ConfigDict(frozen=True)
 
     type: str
     message: str
+    transient: bool = False
 
 
 class ScoreResult(BaseModel):
@@ -63,3 +68,8 @@ class ScoreResult(BaseModel):
     @property
     def failed(self) -> bool:
         return self.status is ScoreStatus.FAILED
+
+    @property
+    def retryable(self) -> bool:
+        """Failed for a reason that will likely pass: worth scoring again later."""
+        return self.error is not None and self.error.transient

@@ -1,4 +1,8 @@
-"""Test helpers shipped with the package: a scripted OpenAI-compatible endpoint.
+"""Test helpers shipped with the package: score assertions and a scripted endpoint.
+
+`assert_scores` scores a run (or an agent's result) inside a test and fails it with the
+reason and the failing claims, like deepeval's `assert_test`; it works with the offline local
+judge and with any OpenAI-compatible judge.
 
 `ScriptedEndpoint` answers Chat Completions requests from a script, through the real
 `openai` client and its HTTP stack (a mock transport, no sockets), and records every request
@@ -11,7 +15,7 @@ import importlib
 import itertools
 import json
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -20,14 +24,78 @@ import anyio
 import openai
 from openai import AsyncOpenAI, OpenAI
 
+from agentscore._failing import describe_failure, failing_claims
+from agentscore.agent import AgentResult
+from agentscore.result import ScoreResult, ScoreStatus
+from agentscore.run import ScorerRun
+from agentscore.scorers.base import Scorer
+
 __all__ = [
+    "ScoreAssertionError",
     "ScriptedEndpoint",
     "ScriptedReply",
+    "assert_scores",
     "chat_completion",
     "http_error",
     "network_failure",
     "server_sent_events",
 ]
+
+
+class ScoreAssertionError(AssertionError):
+    """A score below its pass line, or a scorer that could not score; `results` holds every
+    scorer's result, the passing ones too."""
+
+    def __init__(self, message: str, results: list[ScoreResult]) -> None:
+        super().__init__(message)
+        self.results = results
+
+
+def assert_scores(
+    run: ScorerRun | AgentResult | Mapping[str, Any], scorers: Scorer | Sequence[Scorer]
+) -> list[ScoreResult]:
+    """Score `run` with each scorer and fail unless every verdict passes.
+
+    `run` is a `ScorerRun`, a mapping of its fields (`{"input": ..., "output": ...,
+    "request_context": {"context": [...]}}`), or the `AgentResult` of `agent.generate(...)`,
+    whose messages are the run. A scorer failing to score (judge unreachable, unreadable
+    output) fails the assertion with its error; a run with nothing to judge (no claims)
+    passes, as the results file counts it. Blocking: call it from sync or async tests alike.
+    Returns the results, so a test can assert more on them.
+    """
+    subject = _as_run(run)
+    chosen = [scorers] if isinstance(scorers, Scorer) else list(scorers)
+    results = [scorer.run_sync(subject) for scorer in chosen]
+    failures = [
+        describe_failure(
+            result.scorer_id,
+            result.score,
+            result.reason,
+            failing_claims(result),
+            result.error.model_dump() if result.error is not None else None,
+        )
+        for result in results
+        if result.status is ScoreStatus.FAILED or result.passed is False
+    ]
+    if failures:
+        raise ScoreAssertionError("\n".join(failures), results)
+    return results
+
+
+def _as_run(run: ScorerRun | AgentResult | Mapping[str, Any]) -> ScorerRun:
+    if isinstance(run, ScorerRun):
+        return run
+    if isinstance(run, AgentResult):
+        asked = run.messages[: len(run.messages) - len(run.output)]
+        return ScorerRun(
+            run_id=run.run_id,
+            input=[message for message in asked if message.role != "system"],
+            output=run.output,
+            trace_id=run.trace_id,
+            span_id=run.span_id,
+            response_id=run.response_id,
+        )
+    return ScorerRun.model_validate(run)
 
 
 def _http_module() -> ModuleType:

@@ -58,7 +58,7 @@ from opentelemetry.trace import SpanContext  # noqa: E402
 from agentscore import Agent, ScoringSpanProcessor, tool  # noqa: E402
 from agentscore.evals import Evals  # noqa: E402
 from agentscore.judges import OpenAIJudge  # noqa: E402
-from agentscore.live.runner import Runner, ScoreJob  # noqa: E402
+from agentscore.pipeline.runner import Runner, ScoreJob  # noqa: E402
 from agentscore.run import ScorerRun  # noqa: E402
 from agentscore.scorers import (  # noqa: E402
     create_faithfulness_scorer,

@@ -33,7 +33,7 @@ from _judge_server import JudgeServer
 
 from agentscore import Agent
 from agentscore.judges.openai import OpenAIJudge
-from agentscore.live.runner import Runner
+from agentscore.pipeline.runner import Runner
 from agentscore.result import ScoreResult
 from agentscore.scorers import create_hallucination_scorer
 from agentscore.testing import ScriptedEndpoint, chat_completion

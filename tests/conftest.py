@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import pytest
@@ -11,6 +12,10 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+# Run inside GitHub Actions, every `agentscore eval` of the suite would append its report to
+# the job's summary page; the tests that want it set their own file.
+os.environ.pop("GITHUB_STEP_SUMMARY", None)
 
 
 @dataclass

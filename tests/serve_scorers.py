@@ -4,6 +4,10 @@ SERVE_TEST_JUDGE_DELAY (seconds) makes each judge request wait first, so a test 
 service while jobs are being scored. SERVE_TEST_JUDGE=cascade judges with
 `CascadeJudge(LocalJudge(), <LLM>)`, the LLM stage a scripted endpoint in this process (the
 real `openai` client) that calls every claim it is asked about supported.
+SERVE_TEST_JUDGE=http judges with an OpenAIJudge at SERVE_TEST_JUDGE_URL (a real HTTP server
+the test runs, tests/chat_server.py), with SERVE_TEST_JUDGE_RETRIES retries.
+SERVE_TEST_SINK=phoenix sends every result to Phoenix (PHOENIX_COLLECTOR_ENDPOINT) with the
+async `PhoenixAnnotations` sink.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from agentscore import Evals
 from agentscore.judges import CascadeJudge, LocalJudge, OpenAIJudge
 from agentscore.judges.base import Judge, JudgeReply, JudgeRequest
 from agentscore.scorers import create_faithfulness_scorer
+from agentscore.telemetry.backends import PhoenixAnnotations
 from agentscore.testing import ScriptedEndpoint, ScriptedReply, chat_completion
 
 T = TypeVar("T", bound=BaseModel)
@@ -41,6 +46,15 @@ def _all_supported(body: dict[str, Any]) -> ScriptedReply:
 
 
 def _judge() -> Judge | str:
+    if os.environ.get("SERVE_TEST_JUDGE") == "http":
+        return OpenAIJudge(
+            "judge-llm",
+            base_url=os.environ["SERVE_TEST_JUDGE_URL"],
+            api_key="sk-serve-test",
+            max_retries=int(os.environ.get("SERVE_TEST_JUDGE_RETRIES", "0")),
+            timeout=10,
+            use_cache=False,
+        )
     if os.environ.get("SERVE_TEST_JUDGE") == "cascade":
         llm = ScriptedEndpoint(_all_supported).client(max_retries=0)
         return CascadeJudge(LocalJudge(), OpenAIJudge("judge-llm", client=llm, use_cache=False))
@@ -48,4 +62,7 @@ def _judge() -> Judge | str:
     return SlowLocalJudge(delay) if delay else "local"
 
 
-evals = Evals(scorers=[create_faithfulness_scorer(_judge())])
+evals = Evals(
+    scorers=[create_faithfulness_scorer(_judge())],
+    on_score=PhoenixAnnotations() if os.environ.get("SERVE_TEST_SINK") == "phoenix" else None,
+)

@@ -15,7 +15,8 @@ from agentscore.context import ContextParams
 from agentscore.errors import ConfigurationError
 from agentscore.evals import Evals, SampledScorer
 from agentscore.judges import OpenAIJudge
-from agentscore.live.runner import Runner
+from agentscore.pipeline.retry import RetryPolicy
+from agentscore.pipeline.runner import Runner
 from agentscore.result import ScoreStatus
 from agentscore.scorers import (
     create_faithfulness_scorer,
@@ -169,7 +170,7 @@ def test_sync_calls_from_inside_a_running_asyncio_loop() -> None:
 @pytest.mark.anyio
 async def test_judge_failure_is_a_failed_result_and_the_agent_is_unaffected() -> None:
     runner = Runner()
-    judge = ScriptedEndpoint([http_error(500)] * 5)
+    judge = ScriptedEndpoint([http_error(401)] * 5)
     agent, _ = make_agent(judge, runner)
 
     result = await agent.generate("Where is order 42?")
@@ -178,8 +179,47 @@ async def test_judge_failure_is_a_failed_result_and_the_agent_is_unaffected() ->
     assert await agent.aflush(timeout=10)
     [score] = agent.scores
     assert score.status is ScoreStatus.FAILED
-    assert score.error is not None and score.error.type == "JudgeServerError"
+    assert score.error is not None and score.error.type == "JudgeAuthError"
+    assert not score.error.transient
+    assert len(judge.requests) == 1  # a permanent failure is not retried
     assert runner.stats().failed == 1
+
+
+@pytest.mark.anyio
+async def test_a_passing_judge_outage_delays_the_score_instead_of_failing_it() -> None:
+    runner = Runner(retry=RetryPolicy(first_delay=0.05, max_delay=0.1, window=5))
+    calls: list[int] = []
+
+    def outage_then_healthy(body: dict[str, Any]) -> Any:
+        calls.append(1)
+        claim = {"claim": "Order 42 shipped on May 2.", "verdict": "yes", "reason": "tool"}
+        return http_error(503) if len(calls) <= 3 else chat_completion({"claims": [claim]})
+
+    judge = ScriptedEndpoint(outage_then_healthy)
+    agent, _ = make_agent(judge, runner)
+
+    assert (await agent.generate("Where is order 42?")).text == ORDER_ANSWER
+    assert await agent.aflush(timeout=10)
+    [score] = agent.scores
+    assert score.status is ScoreStatus.SCORED
+    assert len(judge.requests) == 4
+    stats = runner.stats()
+    assert (stats.scored, stats.failed, stats.delayed, stats.pending) == (1, 0, 0, 0)
+
+
+@pytest.mark.anyio
+async def test_an_outage_longer_than_the_retry_window_fails_with_its_error_type() -> None:
+    runner = Runner(retry=RetryPolicy(first_delay=0.05, max_delay=0.05, window=0.3))
+    judge = ScriptedEndpoint([http_error(503)] * 50)
+    agent, _ = make_agent(judge, runner)
+
+    await agent.generate("Where is order 42?")
+    assert await agent.aflush(timeout=10)
+    [score] = agent.scores
+    assert score.status is ScoreStatus.FAILED
+    assert score.error is not None and score.error.type == "JudgeServerError"
+    assert score.error.transient
+    assert 2 <= len(judge.requests) <= 8  # retried within the window, then given up
 
 
 @pytest.mark.anyio
@@ -349,6 +389,6 @@ async def test_an_unexpected_scoring_bug_never_costs_the_caller_its_answer(
     def broken(*args: Any) -> float:
         raise ZeroDivisionError("bug in sampling")
 
-    monkeypatch.setattr("agentscore.evals.sample_point", broken)
+    monkeypatch.setattr("agentscore.pipeline.choose.sample_point", broken)
     agent, _ = make_agent(judge_endpoint(), Runner())
     assert (await agent.generate("Where is order 42?")).text == ORDER_ANSWER

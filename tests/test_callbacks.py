@@ -15,11 +15,11 @@ from structlog.testing import capture_logs
 
 from agentscore import Agent
 from agentscore.context import ContextParams
-from agentscore.live import _callbacks
-from agentscore.live._loop import background_loop
-from agentscore.live.runner import Runner, ScoreJob
+from agentscore.pipeline.runner import Runner, ScoreJob
 from agentscore.result import ScoreResult, ScoreStatus
 from agentscore.run import ScorerRun
+from agentscore.runtime import callbacks as _callbacks
+from agentscore.runtime.loop import background_loop
 from agentscore.scorers import StepParams, create_hallucination_scorer, create_scorer
 from agentscore.testing import ScriptedEndpoint, chat_completion
 

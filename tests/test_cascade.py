@@ -314,7 +314,7 @@ def test_a_live_agent_scores_through_the_cascade_and_counts_on_its_own_meter() -
     from agentscore import Agent, tool
     from agentscore.context import run_context
     from agentscore.evals import Evals
-    from agentscore.live.runner import Runner
+    from agentscore.pipeline.runner import Runner
     from agentscore.telemetry import Telemetry
 
     @tool

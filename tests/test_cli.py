@@ -282,9 +282,11 @@ def test_an_invented_sentence_in_most_answers_fails_the_ci_gate(tmp_path: Path) 
     [
         (["--threshold", "0.8"], "expected SCORER=VALUE"),
         (["--threshold", "faithfulness=high"], "expected SCORER=VALUE"),
+        (["--judge-price", "0.15"], "expected IN,OUT dollars per million tokens"),
+        (["--judge-price", "0.15,-1"], "expected IN,OUT dollars per million tokens"),
     ],
 )
-def test_threshold_needs_a_scorer_name(
+def test_malformed_option_values_are_refused_by_the_parser(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
 ) -> None:
     data = write_jsonl(tmp_path / "runs.jsonl", [GROUNDED])
@@ -302,6 +304,8 @@ def test_threshold_needs_a_scorer_name(
         (["--threshold", "faithfulness=1.5"], "--threshold faithfulness=1.5 must lie in [0, 1]"),
         (["--threshold", "toxicity=0.5"], "--threshold names an unknown scorer 'toxicity'"),
         (["--max-skip-rate", "2"], "--max-skip-rate 2 must lie in [0, 1]"),
+        (["--max-consecutive-failures", "-1"], "--max-consecutive-failures must be 0"),
+        (["--progress-every", "0"], "--progress-every must be a positive number of seconds"),
     ],
 )
 def test_out_of_range_options_are_rejected(

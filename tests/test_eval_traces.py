@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from agentscore.cli import main
 from agentscore.telemetry.setup import JsonlExporter
 from tests.serve_support import ANSWER, WRONG, recorded_generations
+from tests.test_cli import offline_env
 
 
 def _agent_ids(spans: list[ReadableSpan]) -> list[str]:
@@ -89,3 +92,58 @@ def test_eval_takes_a_runs_file_or_traces_not_both(tmp_path: Path) -> None:
         main(["eval", "--traces", "a.jsonl", "b.jsonl"])
     with pytest.raises(SystemExit):
         main(["eval"])
+
+
+def _demo_traces(tmp_path: Path, **env: str) -> Path:
+    completed = subprocess.run(
+        [sys.executable, "-m", "agentscore.cli", "demo"],
+        cwd=tmp_path,
+        env={**offline_env(), **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert completed.returncode == 0, completed.stderr
+    return tmp_path / "agentscore-traces.jsonl"
+
+
+def test_the_demos_trace_file_is_scored_again_as_the_demo_says(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    traces = _demo_traces(tmp_path)
+    out = tmp_path / "scores.jsonl"
+    assert main(["eval", "--traces", str(traces), "--out", str(out)]) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 6  # the demo's six answers
+    statuses = sorted(row["scores"]["faithfulness"]["status"] for row in rows)
+    assert statuses == ["no_claims", *["scored"] * 5]  # "Hi there!" makes no claim
+    faithfulness = sorted(
+        row["scores"]["faithfulness"]["score"]
+        for row in rows
+        if row["scores"]["faithfulness"]["status"] == "scored"
+    )
+    assert faithfulness[-1] == 1.0 and faithfulness[0] == 0.0
+    assert "skipped" not in capsys.readouterr().err
+
+
+def test_traces_without_message_content_name_the_variable_that_captures_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    traces = _demo_traces(tmp_path, OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT="false")
+    assert main(["eval", "--traces", str(traces)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2, err  # one line for all six generations, one for the verdict
+    assert err[0].startswith(f"agentscore eval: {traces}: 6 generations skipped: span ")
+    assert "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true where the agent runs" in err[0]
+    assert err[1] == f"agentscore eval: no generation in {str(traces)!r} can be scored (why: above)"
+
+
+def test_a_file_without_generations_says_what_it_expected(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    traces = tmp_path / "logs.jsonl"
+    traces.write_text('{"body": "a log record", "severity_text": "INFO"}\n')
+    assert main(["eval", "--traces", str(traces)]) == 2
+    err = capsys.readouterr().err
+    assert "no generation found in" in err and "holding model spans" in err
+    assert "one JSON object per line with input and output" not in err

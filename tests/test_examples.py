@@ -7,9 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 
-from agentscore.live.sampling import sample_point
+from agentscore.pipeline.sampling import sample_point
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -72,3 +73,35 @@ def test_openai_loop_is_scored_through_evals_submit() -> None:
     out = run_example("openai_loop.py")
     assert "A: Order 1042 was shipped with UPS on 2026-11-18." in out
     assert "faithfulness 1.00 (pass)" in out
+
+
+def test_assert_scores_fails_the_examples_invented_answer_with_its_claim() -> None:
+    from agentscore import Agent
+    from agentscore.scorers import create_hallucination_scorer
+    from agentscore.testing import ScoreAssertionError, ScriptedEndpoint, assert_scores
+    from examples.rag_agent import retrieved_documents, scripted_model, search_docs
+
+    agent = Agent(
+        name="help-centre",
+        model="gpt-4o-mini",
+        instructions="Answer from the help-centre articles you find.",
+        tools=[search_docs],
+        client=ScriptedEndpoint(scripted_model).client(),
+    )
+    hallucination = create_hallucination_scorer("local", get_context=retrieved_documents)
+
+    grounded = agent.generate_sync("What is your warranty?")
+    [result] = assert_scores(grounded, hallucination)
+    assert (result.score, result.label) == (0.0, "pass")
+
+    invented = agent.generate_sync("How long do I have for returns?")  # says 90 days, not 30
+    with pytest.raises(ScoreAssertionError) as failed:
+        assert_scores(invented, [hallucination])
+    message = str(failed.value)
+    assert message.startswith("hallucination 1: The score is 1 because")
+    assert (
+        "  - contradicted: 'Unworn shoes can be returned within 90 days of delivery for a "
+        "full refund.'" in message
+    )
+    assert "the claim says 90, the context says 30" in message
+    assert failed.value.results[0].score == 1.0

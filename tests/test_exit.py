@@ -38,7 +38,7 @@ def test_scores_pending_at_exit_are_scored_when_no_request_had_completed() -> No
             """
             import os, sys
             from agentscore.judges.openai import OpenAIJudge
-            from agentscore.live.runner import ScoreJob, default_runner
+            from agentscore.pipeline.runner import ScoreJob, default_runner
             from agentscore.run import ScorerRun
             from agentscore.scorers import create_faithfulness_scorer
 
@@ -97,7 +97,7 @@ def test_exit_with_an_otlp_endpoint_that_never_answers_keeps_the_deadline() -> N
             # Registered first, so it runs last: the time every exit hook took together.
             atexit.register(lambda: print("EXIT_SECONDS", time.monotonic() - started))
             from agentscore.scorers import create_hallucination_scorer
-            from agentscore.live.runner import ScoreJob, default_runner
+            from agentscore.pipeline.runner import ScoreJob, default_runner
             from agentscore.run import ScorerRun
             from agentscore.telemetry.setup import setup_telemetry
 

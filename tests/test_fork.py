@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from agentscore import Agent
-from agentscore.live.runner import Runner
+from agentscore.pipeline.runner import Runner
 from agentscore.scorers import create_hallucination_scorer
 from agentscore.testing import ScriptedEndpoint, chat_completion
 
@@ -77,7 +77,7 @@ def vars_of(stats: object) -> list[int]:
 APP = """
 import os
 from agentscore import Agent
-from agentscore.live.runner import default_runner
+from agentscore.pipeline.runner import default_runner
 from agentscore.scorers import create_hallucination_scorer
 from agentscore.testing import ScriptedEndpoint, chat_completion
 

@@ -12,7 +12,7 @@ from agentscore import Evals
 from agentscore.errors import ConfigurationError
 from agentscore.evals import SampledScorer
 from agentscore.judges import OpenAIJudge
-from agentscore.live.runner import Runner
+from agentscore.pipeline.runner import Runner
 from agentscore.scorers import create_faithfulness_scorer, create_hallucination_scorer
 
 SCORER = create_faithfulness_scorer("local")

@@ -14,9 +14,10 @@ from typing import Any
 import anyio
 import pytest
 
-from agentscore.live.runner import Runner, ScoreJob, exit_flush_timeout
+from agentscore.pipeline.runner import Runner, ScoreJob
 from agentscore.result import ScoreStatus
 from agentscore.run import ScorerRun
+from agentscore.runtime.hooks import exit_flush_timeout
 from agentscore.scorers import StepParams, create_scorer
 
 
@@ -190,7 +191,7 @@ def test_a_failing_on_drop_callback_is_contained() -> None:
 
 EXIT_SCRIPT = """
 import sys, time, anyio
-from agentscore.live.runner import Runner, ScoreJob
+from agentscore.pipeline.runner import Runner, ScoreJob
 from agentscore.run import ScorerRun
 from agentscore.scorers import create_scorer
 
@@ -233,7 +234,7 @@ def test_exit_flush_is_bounded_in_time() -> None:
 TELEMETRY_EXIT_SCRIPT = """
 import sys, anyio
 from agentscore import setup_telemetry
-from agentscore.live.runner import Runner, ScoreJob
+from agentscore.pipeline.runner import Runner, ScoreJob
 from agentscore.run import ScorerRun
 from agentscore.scorers import create_scorer
 

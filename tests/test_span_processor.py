@@ -323,7 +323,7 @@ def test_a_trace_whose_root_never_ends_is_read_after_the_idle_timeout() -> None:
 def test_a_full_queue_drops_and_counts_spans_without_raising() -> None:
     pipeline = Pipeline(max_queue=1)
     tracer = pipeline.provider.get_tracer("app")
-    with pipeline.processor._condition:  # hold the reader so that the queue fills
+    with pipeline.processor._spans.lock:  # hold the reader so that the queue fills
         for index in range(5):
             with tracer.start_as_current_span(f"span {index}"):
                 pass
@@ -356,7 +356,7 @@ def test_agentscore_agents_score_themselves_and_are_not_read_again() -> None:
 def test_traces_no_scorer_samples_are_left_in_on_end_and_the_rest_scored() -> None:
     from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 
-    from agentscore.live.sampling import sample_point, sampled
+    from agentscore.pipeline.sampling import sample_point, sampled
 
     trace_ids = [
         (1 << 64) * k + low for k, low in enumerate([1, 2**62, 2**63 - 1, 2**63 + 5, 2**64 - 1], 1)

@@ -12,7 +12,7 @@ import pytest
 from agentscore import Agent, tool
 from agentscore.evals import Evals
 from agentscore.judges import LocalJudge
-from agentscore.live.runner import Runner
+from agentscore.pipeline.runner import Runner
 from agentscore.result import ScoreResult
 from agentscore.scorers import create_faithfulness_scorer
 from agentscore.streaming import StreamDone, TextDelta, ToolCallEvent, ToolResultEvent

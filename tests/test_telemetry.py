@@ -129,11 +129,11 @@ def test_evaluation_log_record_is_parented_to_the_agent_span(otel: Otel) -> None
 
 
 def test_failed_evaluation_carries_error_type(otel: Otel) -> None:
-    run_agent(ScriptedEndpoint([http_error(500)] * 3))
+    run_agent(ScriptedEndpoint([http_error(400)] * 3))
     [evaluation] = by_name(otel.spans.get_finished_spans())["evaluation hallucination"]
     assert evaluation.status.status_code is StatusCode.ERROR
     assert evaluation.attributes is not None
-    assert evaluation.attributes["error.type"] == "JudgeServerError"
+    assert evaluation.attributes["error.type"] == "JudgeRequestError"
     assert "gen_ai.evaluation.score.value" not in evaluation.attributes
     [record] = [
         d.log_record
@@ -141,7 +141,7 @@ def test_failed_evaluation_carries_error_type(otel: Otel) -> None:
         if d.log_record.event_name == "gen_ai.evaluation.result"
     ]
     assert record.attributes is not None
-    assert record.attributes["error.type"] == "JudgeServerError"
+    assert record.attributes["error.type"] == "JudgeRequestError"
 
 
 def everything_exported(otel: Otel) -> str:

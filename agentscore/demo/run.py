@@ -25,6 +25,7 @@ from agentscore.scorers import (
     create_hallucination_scorer,
     create_tool_call_accuracy_scorer,
 )
+from agentscore.telemetry.core import CAPTURE_CONTENT_ENV
 from agentscore.telemetry.setup import setup_telemetry
 
 __all__ = ["run_demo"]
@@ -38,7 +39,10 @@ def tool_results_context(params: ContextParams) -> list[str]:
 def run_demo(model: str | None = None, judge: str | None = None, *, reasons: bool = False) -> int:
     live_model = model or ("gpt-4o-mini" if os.environ.get("OPENAI_API_KEY") else None)
     judge_name = judge or live_model or "local"
-    telemetry = setup_telemetry("agentscore-demo")
+    # The demo's questions and answers are not private, so its traces keep message content
+    # (unless the variable says otherwise): `agentscore eval --traces` can score them again.
+    capture = None if CAPTURE_CONTENT_ENV in os.environ else True
+    telemetry = setup_telemetry("agentscore-demo", capture_content=capture)
     judge_object = resolve_judge(judge_name)
     scorers = [
         create_faithfulness_scorer(judge_object),
@@ -109,6 +113,8 @@ def run_demo(model: str | None = None, judge: str | None = None, *, reasons: boo
                 f"  {scorer_id} failed on {run_id[:8]}: {score.error.type}: {score.error.message}"
             )
     print(f"Spans and gen_ai.evaluation.result events were written to {telemetry.destination}")
+    if telemetry.telemetry.capture_content and telemetry.destination.endswith(".jsonl"):
+        print(f"Score them again from the file: agentscore eval --traces {telemetry.destination}")
     return 0 if finished else 1
 
 

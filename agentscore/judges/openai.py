@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import email.utils
 import json
 import random
 import time
@@ -33,6 +34,7 @@ from agentscore.errors import (
 from agentscore.judges._cache import ResponseCache, cache_key
 from agentscore.judges._structured import parse_reply, strict_schema
 from agentscore.judges.base import JudgeReply, JudgeRequest, JudgeUsage
+from agentscore.judges.requests import before_request
 from agentscore.telemetry.core import current_telemetry
 from agentscore.telemetry.semconv import INPUT_MESSAGES
 from agentscore.telemetry.spans import chat_span, messages_attribute, record_chat_response
@@ -47,9 +49,10 @@ _FORMAT_HINTS = ("response_format", "json_schema", "json_object", "structured", 
 # Verdicts for 200 claims fit in a fraction of this; a longer reply is a runaway generation,
 # and accepting it would keep it in the cache and in every result that quotes it.
 DEFAULT_MAX_REPLY_CHARS = 65_536
-# The SDK's backoff for its own retries, used for the ones it does not make (bad 200 bodies).
+# The SDK's backoff, used for our retries (the SDK makes none: see `_chat`).
 _RETRY_DELAY = 0.5
 _MAX_RETRY_DELAY = 8.0
+_MAX_RETRY_AFTER = 60.0
 _OUTPUT_MODES = ("json_schema", "json_object", "prompt")
 
 
@@ -57,9 +60,10 @@ class OpenAIJudge:
     """Judge through the `openai` SDK: OpenAI itself, vLLM, Ollama, llama.cpp, LM Studio...
 
     With no `api_key`/`base_url` the SDK's own configuration applies (OPENAI_API_KEY,
-    OPENAI_BASE_URL). Retries with backoff on 408/429/5xx, timeouts and connection errors are
-    the SDK's, which honour Retry-After. Structured output starts with a JSON schema and falls
+    OPENAI_BASE_URL). Retries with backoff on 408/409/429/5xx, timeouts and connection errors
+    honour Retry-After, as the SDK's would. Structured output starts with a JSON schema and falls
     back to JSON mode, then to the schema in the prompt, remembering what the endpoint takes.
+    Retries are made here, not by the SDK, so each passes `judges.requests`' gate.
     An invalid reply gets one repair request quoting the problem, then `JudgeOutputError`.
     """
 
@@ -195,30 +199,29 @@ class OpenAIJudge:
     ) -> tuple[str | None, JudgeUsage]:
         started = time.perf_counter()
         calls = 0
-        bad_bodies = 0
+        retries = 0
+        # The retries are ours, not the SDK's: each attempt passes the request gate, so a
+        # budget counts what the provider sees, and a bad 200 body spends the same budget.
+        max_retries = self._client.get().max_retries
         while True:
             calls += 1
+            await before_request()
             try:
-                # One retry budget per judge call: a bad body spends it as a 5xx would, so
-                # a proxy alternating 5xx and bad bodies cannot multiply the requests.
-                retries_left = max(0, self._client.get().max_retries - bad_bodies)
-                response = await self._create(messages, output_type, schema, retries_left)
+                response = await self._create(messages, output_type, schema)
             except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
                 if self.output_mode in _FALLBACK and _mentions_format(exc):
                     self.output_mode = _FALLBACK[self.output_mode]
                     continue
                 raise self._translate(exc, calls, started) from None
-            except openai.OpenAIError as exc:
-                raise self._translate(exc, calls, started) from None
-            except JudgeResponseError as exc:
-                # A proxy's error page or a cut body is as transient as a 502, but the SDK
-                # only retries what fails before the body is read: retry it here, alike.
-                if bad_bodies < self._client.get().max_retries:
-                    bad_bodies += 1
-                    await anyio.sleep(_backoff(bad_bodies))
+            except (openai.OpenAIError, JudgeResponseError) as exc:
+                if retries < max_retries and _retryable(exc):
+                    retries += 1
+                    await anyio.sleep(_retry_delay(exc, retries))
                     continue
-                exc.usage = _spent(calls, started)
-                raise
+                if isinstance(exc, JudgeResponseError):
+                    exc.usage = _spent(calls, started)
+                    raise
+                raise self._translate(exc, calls, started) from None
             break
         choice = response.choices[0] if response.choices else None
         text = choice.message.content if choice else None
@@ -241,11 +244,7 @@ class OpenAIJudge:
         return text, usage
 
     async def _create(
-        self,
-        messages: list[dict[str, str]],
-        output_type: type[BaseModel],
-        schema: dict[str, Any],
-        max_retries: int,
+        self, messages: list[dict[str, str]], output_type: type[BaseModel], schema: dict[str, Any]
     ) -> ChatCompletion:
         telemetry = current_telemetry()
         sent = self._with_schema_hint(messages, schema)
@@ -266,7 +265,7 @@ class OpenAIJudge:
                         "temperature": self._temperature,
                         **self._format_kwargs(output_type, schema),
                     },
-                    max_retries=max_retries,
+                    max_retries=0,
                 )
             except (
                 json.JSONDecodeError,
@@ -333,6 +332,45 @@ class OpenAIJudge:
 
 def _spent(calls: int, started: float) -> JudgeUsage:
     return JudgeUsage(calls=calls, duration_ms=(time.perf_counter() - started) * 1000)
+
+
+def _retryable(exc: Exception) -> bool:
+    """What the SDK itself would retry (timeouts, connection errors, 408, 409, 429, 5xx), and
+    a 200 whose body is not a chat completion (a proxy's error page is as passing as a 502)."""
+    if isinstance(exc, JudgeResponseError | openai.APIConnectionError):
+        return True
+    if isinstance(exc, openai.APIStatusError):
+        return exc.status_code in (408, 409, 429) or exc.status_code >= 500
+    return False
+
+
+def _retry_delay(exc: Exception, retry: int) -> float:
+    """The server's Retry-After (as the SDK reads it: -ms, seconds or a date) when it is
+    between 0 and 60 seconds, else exponential backoff with jitter."""
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if headers is not None:
+        wait = _retry_after(headers)
+        if wait is not None and 0 < wait <= _MAX_RETRY_AFTER:
+            return wait
+    return _backoff(retry)
+
+
+def _retry_after(headers: Any) -> float | None:
+    try:
+        milliseconds = headers.get("retry-after-ms")
+        if milliseconds is not None:
+            return float(milliseconds) / 1000
+        value = headers.get("retry-after")
+        if value is None:
+            return None
+        try:
+            return float(value)
+        except ValueError:
+            moment = email.utils.parsedate_to_datetime(value)
+            return moment.timestamp() - time.time()
+    except (TypeError, ValueError, OverflowError):
+        return None
 
 
 def _backoff(retry: int) -> float:

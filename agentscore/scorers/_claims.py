@@ -39,7 +39,7 @@ from agentscore.context import (
 from agentscore.errors import ConfigurationError, InputTooLargeError
 from agentscore.judges.base import JudgeRequest
 from agentscore.judges.resolve import JudgeLike
-from agentscore.live._callbacks import call_user, on_loop
+from agentscore.runtime.callbacks import call_user, on_loop
 from agentscore.scorers.base import Score, Scorer, StepParams
 
 __all__ = [

@@ -23,13 +23,14 @@ from agentscore.errors import (
     JudgeError,
     ScorerTimeoutError,
     UnreadableMessageError,
+    is_transient,
 )
 from agentscore.judges.base import Judge, JudgeRequest, JudgeUsage
 from agentscore.judges.resolve import JudgeLike, resolve_judge
-from agentscore.live._callbacks import call_user
-from agentscore.live._loop import background_loop
 from agentscore.result import ScoreError, ScoreResult, ScoreStatus
 from agentscore.run import ScorerRun
+from agentscore.runtime.callbacks import call_user
+from agentscore.runtime.loop import background_loop
 from agentscore.telemetry.core import scoring_scope
 
 __all__ = [
@@ -268,9 +269,14 @@ class Scorer:
     ) -> ScoreResult:
         """The result of a run that could not be scored, keeping what was done before."""
         params = params or StepParams(run=run, judge=self.judge)
-        error = ScoreError(type=type(exc).__name__, message=redact(str(exc)) or repr(exc))
+        error = ScoreError(
+            type=type(exc).__name__,
+            message=redact(str(exc)) or repr(exc),
+            transient=is_transient(exc),
+        )
         _log.warning(
             "scorer_failed",
+            transient=error.transient,
             scorer_id=self.id,
             run_id=run.run_id,
             step=params.step,

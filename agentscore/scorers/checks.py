@@ -11,7 +11,7 @@ from typing import Any, Literal
 import jsonschema
 
 from agentscore.errors import ConfigurationError
-from agentscore.live._callbacks import on_loop
+from agentscore.runtime.callbacks import on_loop
 from agentscore.scorers._claims import checked_output, scaled_threshold
 from agentscore.scorers.base import Score, Scorer, StepParams
 

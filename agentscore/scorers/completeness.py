@@ -6,7 +6,7 @@ from agentscore.claims import prompts
 from agentscore.claims.protocol import CompletenessPayload, Requirements, Task, Verdict
 from agentscore.judges.base import JudgeRequest
 from agentscore.judges.resolve import JudgeLike
-from agentscore.live._callbacks import on_loop
+from agentscore.runtime.callbacks import on_loop
 from agentscore.scorers._claims import checked_output, scaled_threshold
 from agentscore.scorers._verdicts import (
     Judged,

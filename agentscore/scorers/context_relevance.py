@@ -10,7 +10,7 @@ from agentscore.claims.protocol import ContextRelevancePayload, ItemVerdicts, Ta
 from agentscore.context import GetContext
 from agentscore.judges.base import JudgeRequest
 from agentscore.judges.resolve import JudgeLike
-from agentscore.live._callbacks import on_loop
+from agentscore.runtime.callbacks import on_loop
 from agentscore.scorers._claims import check_context_options, resolve_context, scaled_threshold
 from agentscore.scorers._verdicts import Judged, question_of, reason_from, weighted_score
 from agentscore.scorers.base import Score, Scorer, StepParams

@@ -10,7 +10,7 @@ from agentscore.claims.protocol import CriterionScores, RubricPayload, Task
 from agentscore.errors import ConfigurationError
 from agentscore.judges.base import JudgeRequest
 from agentscore.judges.resolve import JudgeLike
-from agentscore.live._callbacks import on_loop
+from agentscore.runtime.callbacks import on_loop
 from agentscore.scorers._claims import checked_output, scaled_threshold
 from agentscore.scorers._verdicts import question_of, require_llm
 from agentscore.scorers.base import Score, Scorer, StepParams

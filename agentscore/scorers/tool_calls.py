@@ -16,8 +16,8 @@ from agentscore.claims.protocol import ItemVerdicts, Task, ToolChoicePayload, Ve
 from agentscore.errors import ConfigurationError, MissingInputError
 from agentscore.judges.base import JudgeRequest
 from agentscore.judges.resolve import JudgeLike
-from agentscore.live._callbacks import on_loop
 from agentscore.messages import ToolCall
+from agentscore.runtime.callbacks import on_loop
 from agentscore.scorers._claims import scaled_threshold
 from agentscore.scorers._verdicts import question_of, require_llm
 from agentscore.scorers.base import Score, Scorer, StepParams

@@ -15,6 +15,7 @@ import anyio
 import structlog
 
 from agentscore.serve.forward import ForwardError, forward
+from agentscore.serve.health import ServiceHealth
 from agentscore.serve.ingest import Ingestor
 from agentscore.serve.otlp import OtlpDecodeError, decode_traces, success_response
 from agentscore.serve.queue import SqliteQueue
@@ -39,6 +40,7 @@ class ServeApp:
         queue: SqliteQueue,
         stats: ServiceStats,
         *,
+        health: ServiceHealth | None = None,
         max_queue: int,
         max_body: int = 16 * 1024 * 1024,
         retry_after: int = 5,
@@ -50,6 +52,7 @@ class ServeApp:
         self._ingestor = ingestor
         self._queue = queue
         self._stats = stats
+        self._health = health or ServiceHealth()
         self.max_queue = max_queue
         self._max_body = max_body
         self._retry_after = retry_after
@@ -82,7 +85,7 @@ class ServeApp:
         if path == "/v1/traces" and method == "POST":
             await self._traces(scope, receive, send)
         elif path == "/healthz" and method == "GET":
-            await _reply(send, 200, self._health())
+            await _reply(send, 200, self._health_report())
         elif path == "/readyz" and method == "GET":
             ready = not self.draining and self._queue.depth < self.max_queue
             await _reply(send, 200 if ready else 503, {"ready": ready})
@@ -128,9 +131,13 @@ class ServeApp:
         payload, media = success_response(content_type)
         await _send(send, 200, payload, media)
 
-    def _health(self) -> dict[str, Any]:
+    def _health_report(self) -> dict[str, Any]:
+        # Degraded is still 200: the service keeps taking work, which waits on disk.
+        problems = self._health.snapshot()
+        status = "draining" if self.draining else "degraded" if problems else "ok"
         return {
-            "status": "draining" if self.draining else "ok",
+            "status": status,
+            "problems": problems,
             "queue_depth": self._queue.depth,
             "pending_jobs": self._queue.pending_jobs,
             **self._stats.snapshot(),

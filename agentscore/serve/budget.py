@@ -3,6 +3,10 @@
 Two token buckets refilled continuously. A job starts only while both hold something; what it
 really cost (the judge usage on its result) is charged afterwards, so a bucket can go below
 zero and then holds new jobs back until it has refilled. Work over budget waits on disk.
+
+Requests are charged one at a time as the judge makes them, retries included (`acquire`, the
+gate of `agentscore.judges.requests`): a judge answering 503 spends the budget as the
+provider counts it. Tokens are known only afterwards and charged then.
 """
 
 from __future__ import annotations
@@ -10,6 +14,8 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+
+import anyio
 
 __all__ = ["JudgeBudget"]
 
@@ -53,6 +59,21 @@ class JudgeBudget:
                 if limit is not None and level < 1.0
             ]
         return max(waits, default=0.0)
+
+    async def acquire(self) -> None:
+        """Charge one request now and wait until the budget has refilled to cover it, so
+        concurrent requests queue up in order instead of all going when one token is back."""
+        with self._lock:
+            self._refill()
+            self._levels[0] -= 1
+            waits = [
+                -level * 60.0 / limit if index == 0 else (1.0 - level) * 60.0 / limit
+                for index, (limit, level) in enumerate(zip(self._limits, self._levels, strict=True))
+                if limit is not None and level < (0.0 if index == 0 else 1.0)
+            ]
+        wait = max(waits, default=0.0)
+        if wait > 0:
+            await anyio.sleep(wait)
 
     def charge(self, requests: int, tokens: int) -> None:
         with self._lock:

@@ -1,7 +1,8 @@
 """Where evaluations go: OTLP/HTTP per the standard OTEL_EXPORTER_OTLP_* variables, else JSONL.
 
 Spans and log records wait in an outbox until the worker exports a batch and learns whether
-the backend took it: a job row is deleted only after that. A re-export after a crash must
+the backend took it: a job row is deleted only after that, and what the backend refused stays
+in the outbox for the next export. A re-export after a crash must
 not become a second evaluation, so the evaluation span (and the judge spans under it) take ids
 derived from the job's key: a backend then receives the same span again, not a new one.
 """
@@ -18,6 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import structlog
@@ -43,14 +45,17 @@ __all__ = ["Exporters", "build_exporters", "keyed_ids"]
 
 _log = structlog.get_logger("agentscore.serve")
 
+_Item = TypeVar("_Item")
 _job_key: contextvars.ContextVar[_KeyedSequence | None] = contextvars.ContextVar(
     "agentscore_serve_job", default=None
 )
 
 
 class _KeyedSequence:
-    def __init__(self, key: JobKey) -> None:
-        self._key = "\x1f".join(key)
+    def __init__(self, key: JobKey, attempt: int) -> None:
+        # Each attempt of a job has its own ids (a delayed attempt's span is not the final
+        # one's); the same attempt exported twice (a restart) keeps its ids.
+        self._key = "\x1f".join(key) + (f"\x1f{attempt}" if attempt else "")
         self._next = 0
 
     def span_id(self) -> int:
@@ -74,9 +79,9 @@ class _KeyedIdGenerator(IdGenerator):
 
 
 @contextmanager
-def keyed_ids(key: JobKey) -> Iterator[None]:
-    """Spans started in this context take ids derived from `key`."""
-    token = _job_key.set(_KeyedSequence(key))
+def keyed_ids(key: JobKey, attempt: int = 0) -> Iterator[None]:
+    """Spans started in this context take ids derived from `key` and `attempt`."""
+    token = _job_key.set(_KeyedSequence(key, attempt))
     try:
         yield
     finally:
@@ -96,10 +101,20 @@ class _SpanOutbox(SpanProcessor):
     def export(self) -> bool:
         with self._lock:
             items, self._items = self._items, []
-        return not items or self.exporter.export(items) is SpanExportResult.SUCCESS
+        if not items or self.exporter.export(items) is SpanExportResult.SUCCESS:
+            return True
+        _put_back(self._lock, self._items, items)
+        return False
 
     def shutdown(self) -> None:
         self.exporter.shutdown()
+
+
+def _put_back(lock: threading.Lock, outbox: list[_Item], items: list[_Item]) -> None:
+    # What the backend refused is sent again by the next export, ahead of newer items: an
+    # export failure must never make the worker score the same job again.
+    with lock:
+        outbox[:0] = items
 
 
 class _LogOutbox(LogRecordProcessor):
@@ -121,7 +136,10 @@ class _LogOutbox(LogRecordProcessor):
     def export(self) -> bool:
         with self._lock:
             items, self._items = self._items, []
-        return not items or self.exporter.export(items) is LogRecordExportResult.SUCCESS
+        if not items or self.exporter.export(items) is LogRecordExportResult.SUCCESS:
+            return True
+        _put_back(self._lock, self._items, items)
+        return False
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         return True
@@ -160,13 +178,13 @@ def build_exporters(jsonl_path: str | Path, service_name: str = "agentscore-serv
     meter_provider: MeterProvider | None = None
     logs: _LogOutbox | None = None
     if _endpoint("TRACES"):
-        from agentscore.telemetry import _otlp
+        from agentscore.telemetry import otlp
 
-        spans = _SpanOutbox(_otlp.spans())
+        spans = _SpanOutbox(otlp.spans())
         if _endpoint("LOGS") and _takes_logs(_signal_url("LOGS", "v1/logs")):
-            logs = _LogOutbox(_otlp.logs())
+            logs = _LogOutbox(otlp.logs())
         if _endpoint("METRICS"):
-            reader = PeriodicExportingMetricReader(_otlp.metrics())
+            reader = PeriodicExportingMetricReader(otlp.metrics())
             meter_provider = MeterProvider(resource=resource, metric_readers=[reader])
         destination = "OTLP/HTTP " + _without_credentials(_endpoint("TRACES"))
     else:
@@ -229,7 +247,7 @@ def _signal_url(signal: str, path: str) -> str:
 
 def _signal_headers(signal: str) -> dict[str, str]:
     # Read by the exporters' own parser, so the probe sends what the exporter will send
-    # (its log lines are redacted: `_otlp` is imported before any probe).
+    # (its log lines are redacted: `telemetry.otlp` is imported before any probe).
     raw = os.environ.get(f"OTEL_EXPORTER_OTLP_{signal}_HEADERS") or os.environ.get(
         "OTEL_EXPORTER_OTLP_HEADERS", ""
     )

@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 
 from agentscore.evals import Evals
-from agentscore.live.sampling import sample_point, sampled
+from agentscore.pipeline.choose import accepts, sampled_scorers
 from agentscore.run import ScorerRun
 from agentscore.serve.queue import Commit, JobKey, SqliteQueue
 from agentscore.serve.stats import ServiceStats
@@ -99,22 +99,12 @@ class Ingestor:
     def _jobs(self, runs: Sequence[ScorerRun]) -> list[tuple[JobKey, ScorerRun]]:
         jobs: list[tuple[JobKey, ScorerRun]] = []
         for run in runs:
-            point = sample_point(run.trace_id, run.run_id)
-            chosen = [e.scorer for e in self._evals.entries if sampled(e.sampling, point)]
-            if not chosen or not self._accepts(run):
+            chosen = sampled_scorers(self._evals.entries, run.trace_id, run.run_id)
+            if not chosen or not accepts(self._evals.filter, run):
                 continue
             self._stats.add("generations_sampled")
             jobs += [((run.trace_id or "", run.span_id or "", s.id), run) for s in chosen]
         return jobs
-
-    def _accepts(self, run: ScorerRun) -> bool:
-        # An unreadable run skips the filter: it must surface as a failed result.
-        if run.read_error is not None or self._evals.filter is None:
-            return True
-        try:
-            return bool(self._evals.filter(run))
-        except Exception:  # a broken filter skips the run, as in process
-            return False
 
 
 def _slim(span: SpanRecord) -> SpanRecord:

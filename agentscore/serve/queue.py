@@ -5,11 +5,17 @@ Three tables: `spans` (the spans of traces still open, so a restart rebuilds the
 find them again) and `jobs` (one row per generation and scorer, keyed on trace id, span id and
 scorer id, deleted once its evaluation was exported). Every change that follows one OTLP
 request is one transaction, committed before the request is answered.
+
+A job's finished result is stored in its row, so a failed export (or a restart before the row
+is deleted) sends the same result again instead of asking the judge again. One process owns a
+queue file: a second one fails to open it (`QueueInUseError`), so no job is judged twice.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -18,10 +24,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from agentscore.errors import ConfigurationError
+from agentscore.result import ScoreResult
 from agentscore.run import ScorerRun
 from agentscore.spans.records import SpanRecord
 
-__all__ = ["Commit", "Job", "JobKey", "SqliteQueue", "Synchronous"]
+__all__ = ["Commit", "Job", "JobKey", "QueueInUseError", "SqliteQueue", "Synchronous"]
 
 Synchronous = Literal["NORMAL", "FULL"]
 JobKey = tuple[str, str, str]  # trace id hex, span id hex, scorer id
@@ -35,18 +43,26 @@ CREATE TABLE IF NOT EXISTS emitted (trace_id TEXT NOT NULL, span_id TEXT NOT NUL
 CREATE TABLE IF NOT EXISTS jobs (trace_id TEXT NOT NULL, span_id TEXT NOT NULL,
                                  scorer_id TEXT NOT NULL, run TEXT NOT NULL,
                                  created REAL NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,
-                                 not_before REAL NOT NULL DEFAULT 0,
+                                 not_before REAL NOT NULL DEFAULT 0, result TEXT,
                                  PRIMARY KEY (trace_id, span_id, scorer_id)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS jobs_by_age ON jobs (created);
 """
 
 
+class QueueInUseError(ConfigurationError):
+    """Another process has the queue file open: two owners would judge every job twice."""
+
+
 @dataclass(frozen=True, slots=True)
 class Job:
+    """`attempts`: how many times its judge failed for a passing reason; `result`: the
+    finished result, when it was scored but not yet exported."""
+
     key: JobKey
     run: ScorerRun
     created: float
     attempts: int
+    result: ScoreResult | None = None
 
     @property
     def scorer_id(self) -> str:
@@ -69,10 +85,14 @@ class SqliteQueue:
     def __init__(self, path: str | Path, *, synchronous: Synchronous = "FULL") -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
+        self._owner = _own(self.path)
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute(f"PRAGMA synchronous={synchronous}")
         self._db.executescript(_SCHEMA)
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(jobs)")}
+        if "result" not in columns:  # a queue file from before results were stored
+            self._db.execute("ALTER TABLE jobs ADD COLUMN result TEXT")
         self._spans = self._count("spans")
         self._jobs = self._count("jobs")
 
@@ -127,19 +147,32 @@ class SqliteQueue:
             return set(self._db.execute("SELECT trace_id, span_id FROM emitted").fetchall())
 
     def due_jobs(self, limit: int, exclude: set[JobKey]) -> list[Job]:
-        """The oldest jobs whose retry time has come, skipping those being scored."""
+        """The oldest jobs whose retry time has come, skipping those being handled."""
         with self._lock:
             rows = self._db.execute(
-                "SELECT trace_id, span_id, scorer_id, run, created, attempts FROM jobs "
+                "SELECT trace_id, span_id, scorer_id, run, created, attempts, result FROM jobs "
                 "WHERE not_before <= ? ORDER BY created LIMIT ?",
                 (time.time(), limit + len(exclude)),
             ).fetchall()
         jobs = [
-            Job((t, s, c), ScorerRun.model_validate_json(run), created, attempts)
-            for t, s, c, run, created, attempts in rows
+            Job(
+                (t, s, c),
+                ScorerRun.model_validate_json(run),
+                created,
+                attempts,
+                None if result is None else ScoreResult.model_validate_json(result),
+            )
+            for t, s, c, run, created, attempts, result in rows
             if (t, s, c) not in exclude
         ]
         return jobs[:limit]
+
+    def store_result(self, key: JobKey, result: ScoreResult) -> None:
+        with self._lock:
+            self._db.execute(
+                "UPDATE jobs SET result = ? WHERE trace_id = ? AND span_id = ? AND scorer_id = ?",
+                (result.model_dump_json(), *key),
+            )
 
     def oldest_job_age(self) -> float:
         with self._lock:
@@ -155,6 +188,7 @@ class SqliteQueue:
             self._jobs -= self._db.total_changes - before
 
     def retry_later(self, keys: Sequence[JobKey], delay: float) -> None:
+        """Count a failed attempt on each job and leave it for `delay` seconds."""
         with self._lock:
             self._db.executemany(
                 "UPDATE jobs SET attempts = attempts + 1, not_before = ? "
@@ -165,9 +199,32 @@ class SqliteQueue:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+            os.close(self._owner)
 
     def _count(self, table: str) -> int:
         return int(self._db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
+
+
+def _own(path: Path) -> int:
+    """An exclusive lock on `<queue>.lock`, held while the process lives (the kernel releases
+    it on any exit, kill -9 included, so a crash never leaves the queue locked)."""
+    lock_path = path.with_name(path.name + ".lock")
+    descriptor = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(descriptor, 32, 0).decode(errors="replace").strip() or "unknown"
+        os.close(descriptor)
+        raise QueueInUseError(
+            f"the queue {path} is in use by another process (pid {holder}); give each "
+            "agentscore serve process its own --queue file"
+        ) from None
+    except OSError:
+        os.close(descriptor)
+        raise
+    os.ftruncate(descriptor, 0)
+    os.pwrite(descriptor, str(os.getpid()).encode(), 0)
+    return descriptor
 
 
 def _dump_record(span: SpanRecord) -> str:

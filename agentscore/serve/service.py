@@ -17,6 +17,7 @@ from agentscore.serve.app import ServeApp
 from agentscore.serve.budget import JudgeBudget
 from agentscore.serve.export import build_exporters
 from agentscore.serve.forward import forward_headers
+from agentscore.serve.health import ServiceHealth
 from agentscore.serve.ingest import Ingestor
 from agentscore.serve.queue import SqliteQueue, Synchronous
 from agentscore.serve.stats import ServiceStats
@@ -73,12 +74,14 @@ def build_service(options: ServeOptions, evals: Evals) -> ServeApp:
         exporters.meter_provider, depth=lambda: queue.depth, oldest_age=queue.oldest_job_age
     )
     ingestor = Ingestor(queue, evals, stats, idle_timeout=options.idle_timeout)
+    health = ServiceHealth()
     worker = ScoringWorker(
         queue,
         ingestor,
         evals,
         exporters,
         stats,
+        health=health,
         budget=JudgeBudget(options.requests_per_minute, options.tokens_per_minute),
         concurrency=options.concurrency,
         max_age=options.max_age,
@@ -95,6 +98,7 @@ def build_service(options: ServeOptions, evals: Evals) -> ServeApp:
         ingestor,
         queue,
         stats,
+        health=health,
         max_queue=options.max_queue,
         on_startup=worker.start,
         on_shutdown=shutdown,

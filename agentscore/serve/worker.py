@@ -1,16 +1,23 @@
-"""The scoring worker: queued jobs -> scorers -> evaluations exported -> job rows deleted.
+"""The scoring worker: queued jobs -> the pipeline -> evaluations exported -> job rows deleted.
 
 It runs on its own thread and event loop, so a CPU-bound judge (the local one) does not stall
 the HTTP side more than the GIL makes it. Jobs are taken oldest first, up to `concurrency` in
 flight, while the judge budget allows. What finished jobs emitted is exported together, in the
 background (when `concurrency` have finished, when nothing else is in flight, or every
-0.2 s), and only once the backend took it are their rows deleted; a failed export leaves
-them to be retried. Scoring goes on during an export; a backend slower than the judge holds
-intake back once 4 x `concurrency` finished jobs wait for it.
+0.2 s), and only once the backend took it are their rows deleted.
+
+Every outage delays work and never loses or repeats it:
+- the judge failing for a passing reason: the job stays on disk and is tried again with
+  backoff (until `max_age`);
+- the backend refusing an export: the results stay in the outbox and their rows on disk, and
+  the export is retried with backoff; the judge is not asked again;
+- a row that cannot be deleted (disk full): kept out of the worker's hands and deleted later.
+Each shows on /healthz (`degraded`) while it lasts.
 """
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 from collections.abc import Sequence
@@ -21,16 +28,21 @@ import structlog
 
 from agentscore.evals import Evals
 from agentscore.judges.base import Judge
+from agentscore.judges.requests import gated_requests
+from agentscore.pipeline.deliver import deliver
+from agentscore.pipeline.evaluate import evaluate, replay
+from agentscore.pipeline.retry import RetryPolicy
 from agentscore.result import ScoreResult, ScoreStatus
 from agentscore.scorers.base import Scorer
 from agentscore.scorers.together import Together
 from agentscore.serve.budget import JudgeBudget
 from agentscore.serve.export import Exporters, keyed_ids
+from agentscore.serve.health import ServiceHealth
 from agentscore.serve.ingest import Ingestor
 from agentscore.serve.queue import Job, JobKey, SqliteQueue
 from agentscore.serve.stats import ServiceStats
-from agentscore.telemetry.core import Telemetry, scoring_scope
-from agentscore.telemetry.evaluations import evaluate, record_dropped
+from agentscore.telemetry.core import Telemetry
+from agentscore.telemetry.evaluations import record_dropped
 
 __all__ = ["ScoringWorker"]
 
@@ -39,6 +51,8 @@ _IDLE_POLL = 0.05
 _EXPIRE_EVERY = 1.0
 _EXPORT_EVERY = 0.2
 _MAX_UNEXPORTED = 4
+# Backoff for the worker's own retries: of a failed export, of a row that cannot be written.
+_STORAGE_RETRY = RetryPolicy(first_delay=0.5, max_delay=30.0, window=None)
 
 
 class ScoringWorker:
@@ -50,11 +64,13 @@ class ScoringWorker:
         exporters: Exporters,
         stats: ServiceStats,
         *,
+        health: ServiceHealth | None = None,
         budget: JudgeBudget | None = None,
         concurrency: int = 16,
         run_timeout: float | None = 120.0,
         max_age: float | None = None,
-        retry_delay: float = 5.0,
+        retry: RetryPolicy | None = None,
+        sink_timeout: float = 30.0,
     ) -> None:
         self._queue = queue
         self._ingestor = ingestor
@@ -67,20 +83,27 @@ class ScoringWorker:
             meter_provider=exporters.meter_provider,
         )
         self._stats = stats
+        self.health = health or ServiceHealth()
         self._budget = budget or JudgeBudget()
         self._concurrency = concurrency
         self._run_timeout = run_timeout
         self._max_age = max_age
-        self._retry_delay = retry_delay
+        self._retry = retry or RetryPolicy(first_delay=1.0, max_delay=30.0, window=None)
+        self._sink_timeout = sink_timeout
         self._deadline: float | None = None
         self._thread: threading.Thread | None = None
         # Touched only on the worker's own event loop.
         self._in_flight: set[JobKey] = set()
-        self._done: list[tuple[Job, ScoreResult]] = []
-        self._broken: list[JobKey] = []
+        self._done: list[tuple[Job, ScoreResult]] = []  # their spans wait in the outbox
+        self._exporting: set[JobKey] = set()
+        self._export_busy = False
+        self._export_failures = 0
+        self._export_at = 0.0
+        self._undeleted: set[JobKey] = set()  # exported, but the row could not be deleted
+        self._delete_failures = 0
+        self._delete_at = 0.0
+        self._held: dict[JobKey, float] = {}  # rows a failed write left due too early
         self._wake: anyio.Event | None = None
-        self._exporting = False
-        self._exported: set[JobKey] = set()
 
     def start(self) -> None:
         self._thread = threading.Thread(
@@ -106,6 +129,8 @@ class ScoringWorker:
                 if now - last_expire >= _EXPIRE_EVERY and not stopping:
                     last_expire = now
                     await anyio.to_thread.run_sync(self._ingestor.expire)
+                if self._undeleted and now >= self._delete_at:
+                    await self._delete()
                 try:
                     started = await self._start_due(scoring)
                 except Exception as exc:  # the worker must outlive any one bad batch
@@ -113,7 +138,8 @@ class ScoringWorker:
                     started = 0
                 if (
                     self._done
-                    and not self._exporting
+                    and not self._export_busy
+                    and now >= self._export_at
                     and (
                         len(self._done) >= self._concurrency
                         or not self._in_flight
@@ -121,7 +147,7 @@ class ScoringWorker:
                     )
                 ):
                     last_export = now
-                    self._exporting = True
+                    self._export_busy = True
                     scoring.start_soon(self._export_in_background)
                 if not started:
                     self._wake = anyio.Event()
@@ -135,9 +161,17 @@ class ScoringWorker:
         return (
             not self._in_flight
             and not self._done
-            and not self._exporting
-            and self._queue.pending_jobs == 0
+            and not self._export_busy
+            and self._queue.pending_jobs - len(self._undeleted) <= 0
         )
+
+    def _busy(self) -> set[JobKey]:
+        """Jobs on disk the worker must not take now: being handled, or waiting on a retry
+        that the disk could not record."""
+        now = time.monotonic()
+        self._held = {key: at for key, at in self._held.items() if at > now}
+        done = {job.key for job, _ in self._done}
+        return self._in_flight | done | self._exporting | self._undeleted | set(self._held)
 
     async def _start_due(self, scoring: anyio.abc.TaskGroup) -> int:
         """Start due jobs while there is room and budget; returns how many started."""
@@ -145,16 +179,22 @@ class ScoringWorker:
         # A backend slower than the judge holds intake back: memory stays bounded.
         if room <= 0 or len(self._done) >= _MAX_UNEXPORTED * self._concurrency:
             return 0
-        busy = self._in_flight | self._exported | {job.key for job, _ in self._done}
-        jobs = await anyio.to_thread.run_sync(self._queue.due_jobs, room, busy)
+        jobs = await anyio.to_thread.run_sync(self._queue.due_jobs, room, self._busy())
         started = 0
         fresh = self._drop_stale(jobs)
-        shared = self._together(fresh)
+        shared = self._together([job for job in fresh if job.result is None])
         # Stale jobs go even while over budget: that is when they pile up.
         for job in fresh:
+            if job.result is not None:
+                # Scored before a restart: send the stored result again, never re-judge.
+                with keyed_ids(job.key, job.attempts):
+                    replay(self._telemetry, job.scorer_id, job.result, job.run)
+                self._done.append((job, job.result))
+                started += 1
+                continue
             if not self._budget.available():
                 break
-            self._budget.charge(1, 0)  # held now, settled with the real usage afterwards
+            self._budget.charge(1, 0)  # its first request, held now so intake stops here
             self._in_flight.add(job.key)
             scoring.start_soon(self._score, job, shared.get(job.run.run_id))
             started += 1
@@ -168,59 +208,116 @@ class ScoringWorker:
         groups = {run_id: Together(scorers) for run_id, scorers in by_run.items()}
         return {run_id: together for run_id, together in groups.items() if together.sharing}
 
+    async def _score(self, job: Job, together: Together | None = None) -> None:
+        try:
+            await self._score_and_keep(job, together)
+        finally:
+            # Only now: until its row is marked for retry or its result is kept for export,
+            # the job must not look due to the loop.
+            self._in_flight.discard(job.key)
+            if self._wake is not None:
+                self._wake.set()
+
+    async def _score_and_keep(self, job: Job, together: Together | None) -> None:
+        scorer = self._scorers[job.scorer_id]
+        delay = self._retry.delay(job.attempts + 1)
+        may_retry = self._max_age is None or time.time() - job.created + delay < self._max_age
+        gate = _JobRequests(self._budget)
+        try:
+            with keyed_ids(job.key, job.attempts), gated_requests(gate):
+
+                async def attempt(judge: Judge | None) -> ScoreResult:
+                    return await evaluate(
+                        self._telemetry,
+                        scorer,
+                        job.run,
+                        timeout=self._run_timeout,
+                        may_retry=may_retry,
+                        judge=judge,
+                    )
+
+                result = await (
+                    attempt(None) if together is None else together.score(scorer, attempt)
+                )
+        except Exception as exc:  # scorers return failures as values; this is our own fault
+            _log.error("serve_job_failed", scorer=job.scorer_id, error_type=type(exc).__name__)
+            await self._retry_later(job.key, delay)
+            return
+        usage = result.judge_usage
+        # A job that made no request (the local judge, a cache hit) gives its hold back.
+        self._budget.charge(-1 if gate.held else 0, usage.input_tokens + usage.output_tokens)
+        self._stats.add("judge_requests", usage.calls)
+        self._stats.add("judge_tokens", usage.input_tokens + usage.output_tokens)
+        if may_retry and result.retryable and result.error is not None:
+            self._stats.add("delayed")
+            self.health.failing("judge_unavailable", result.error.type)
+            await self._retry_later(job.key, delay)
+            return
+        if not result.retryable:  # the judge answered (or failed for good): it is reachable
+            self.health.recovered("judge_unavailable")
+        try:
+            await anyio.to_thread.run_sync(self._queue.store_result, job.key, result)
+        except (sqlite3.Error, OSError) as exc:  # exported from memory all the same
+            self.health.failing("disk_full", type(exc).__name__)
+        self._done.append((job, result))
+
+    async def _retry_later(self, key: JobKey, delay: float) -> None:
+        try:
+            await anyio.to_thread.run_sync(self._queue.retry_later, [key], delay)
+        except (sqlite3.Error, OSError) as exc:
+            # The row stays due on disk: keep it out of reach here, or it loops hot.
+            self.health.failing("disk_full", type(exc).__name__)
+            self._held[key] = time.monotonic() + delay
+
     async def _export_in_background(self) -> None:
         try:
             await self._export()
         except Exception as exc:  # the rows stay on disk; the next export tries again
             _log.error("serve_export_failed", error_type=type(exc).__name__)
         finally:
-            self._exporting = False
+            self._export_busy = False
             if self._wake is not None:
                 self._wake.set()
 
     async def _export(self) -> None:
-        """Export what finished jobs emitted; delete their rows only if the backend took it."""
+        """Export what finished jobs emitted; then delete their rows and deliver the results.
+        A refused export keeps everything for the next try: nothing is judged again."""
         done, self._done = self._done, []
-        broken, self._broken = self._broken, []
-        keys = [job.key for job, _ in done]
-        self._exported.update(keys)  # still on disk until deleted: not to be taken again
-        try:
-            if done:
-                if await anyio.to_thread.run_sync(self._exporters.export):
-                    await anyio.to_thread.run_sync(self._queue.delete_jobs, keys)
-                    self._account([result for _, result in done])
-                else:
-                    self._stats.add("export_failures")
-                    broken += keys
-            if broken:
-                await anyio.to_thread.run_sync(self._queue.retry_later, broken, self._retry_delay)
-        finally:
-            self._exported.difference_update(keys)
-
-    async def _score(self, job: Job, together: Together | None = None) -> None:
-        scorer = self._scorers[job.scorer_id]
-
-        async def run(judge: Judge | None) -> ScoreResult:
-            return await evaluate(
-                self._telemetry, scorer, job.run, timeout=self._run_timeout, judge=judge
-            )
-
-        try:
-            with keyed_ids(job.key), scoring_scope():
-                result = await (run(None) if together is None else together.score(scorer, run))
-        except Exception as exc:  # scorers return failures as values; this is our own fault
-            _log.error("serve_job_failed", scorer=job.scorer_id, error_type=type(exc).__name__)
-            self._broken.append(job.key)
+        if not done:
             return
+        self._exporting = {job.key for job, _ in done}
+        try:
+            exported = await anyio.to_thread.run_sync(self._exporters.export)
+        except Exception:
+            exported = False
         finally:
-            self._in_flight.discard(job.key)
-            if self._wake is not None:
-                self._wake.set()
-        usage = result.judge_usage
-        self._budget.charge(usage.calls - 1, usage.input_tokens + usage.output_tokens)
-        self._stats.add("judge_requests", usage.calls)
-        self._stats.add("judge_tokens", usage.input_tokens + usage.output_tokens)
-        self._done.append((job, result))
+            self._exporting = set()
+        if not exported:
+            self._stats.add("export_failures")
+            self._export_failures += 1
+            self.health.failing("export_failing", "backend refused the export")
+            self._export_at = time.monotonic() + _STORAGE_RETRY.delay(self._export_failures)
+            self._done[:0] = done
+            return
+        self._export_failures = 0
+        self.health.recovered("export_failing")
+        self._undeleted.update(job.key for job, _ in done)
+        await self._delete()
+        await self._account([result for _, result in done])
+
+    async def _delete(self) -> None:
+        keys = list(self._undeleted)
+        try:
+            await anyio.to_thread.run_sync(self._queue.delete_jobs, keys)
+        except (sqlite3.Error, OSError) as exc:
+            self._stats.add("delete_failures")
+            self._delete_failures += 1
+            self.health.failing("disk_full", type(exc).__name__)
+            self._delete_at = time.monotonic() + _STORAGE_RETRY.delay(self._delete_failures)
+            return
+        self._undeleted.difference_update(keys)
+        self._delete_failures = 0
+        self.health.recovered("disk_full")
 
     def _drop_stale(self, jobs: Sequence[Job]) -> list[Job]:
         """Jobs too old to be worth judging, or for a scorer this service no longer has."""
@@ -232,19 +329,40 @@ class ScoringWorker:
             or (self._max_age is not None and now - job.created > self._max_age)
         ]
         if stale:
-            self._queue.delete_jobs([job.key for job in stale])
+            try:
+                self._queue.delete_jobs([job.key for job in stale])
+            except (sqlite3.Error, OSError) as exc:
+                self.health.failing("disk_full", type(exc).__name__)
+                self._held.update(dict.fromkeys([job.key for job in stale], time.monotonic() + 5))
+                return [job for job in jobs if job not in stale]
             self._stats.add("dropped", len(stale))
             for job in stale:
                 record_dropped(self._telemetry, job.scorer_id, job.run.agent_name)
             _log.warning("serve_jobs_dropped", count=len(stale), reason="max_age_or_scorer")
         return [job for job in jobs if job not in stale]
 
-    def _account(self, results: Sequence[ScoreResult]) -> None:
+    async def _account(self, results: Sequence[ScoreResult]) -> None:
         for result in results:
             failed = result.status is ScoreStatus.FAILED
             self._stats.add("failed" if failed else "scored")
-            if self._evals.on_score is not None:
-                try:
-                    self._evals.on_score(result)
-                except Exception as exc:  # a user sink must not stop the worker
-                    _log.error("serve_on_score_failed", error_type=type(exc).__name__)
+            await deliver(
+                result,
+                (self._evals.on_score,),
+                timeout=self._sink_timeout,
+                telemetry=self._telemetry,
+            )
+
+
+class _JobRequests:
+    """The request gate of one job: its first request was charged when the job started;
+    every later one (retries, a repair, a cascade's escalation) waits for budget."""
+
+    def __init__(self, budget: JudgeBudget) -> None:
+        self._budget = budget
+        self.held = True
+
+    async def __call__(self) -> None:
+        if self.held:
+            self.held = False
+            return
+        await self._budget.acquire()

@@ -34,6 +34,7 @@ from agentscore.spans.reading import (
     tool_exchange,
 )
 from agentscore.spans.records import SpanRecord
+from agentscore.telemetry.core import CAPTURE_CONTENT_ENV
 
 __all__ = ["TraceAssembler", "generation_run"]
 
@@ -181,7 +182,9 @@ def generation_run(
         return _unreadable_run(
             span,
             f"span {span.name!r} and the model calls beneath it carry no messages; "
-            "turn on the instrumentation's message content capture",
+            "turn on the instrumentation's message content capture (agentscore and the "
+            f"OpenTelemetry GenAI instrumentations: {CAPTURE_CONTENT_ENV}=true where the "
+            "agent runs)",
         )
     split = max((i for i, m in enumerate(messages) if m.role == "user" and m.content), default=-1)
     return ScorerRun.model_construct(

@@ -8,11 +8,9 @@ queue: reading messages and deciding generations happen on the processor's own t
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 import weakref
-from collections import deque
 
 import structlog
 from opentelemetry.context import Context
@@ -21,6 +19,8 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from agentscore.errors import ConfigurationError
 from agentscore.evals import Evals
 from agentscore.run import ScorerRun
+from agentscore.runtime.hooks import after_fork_in_child
+from agentscore.runtime.workqueue import WorkQueue
 from agentscore.spans.assembler import TraceAssembler
 from agentscore.spans.records import SpanRecord
 from agentscore.telemetry.core import AGENTSCORE_SCOPE, scoring_in_progress
@@ -56,7 +56,7 @@ class ScoringSpanProcessor(SpanProcessor):
             raise ConfigurationError("max_queue must be at least 1 and idle_timeout positive")
         self.evals = evals
         self.max_queue = max_queue
-        # The sampling decision is a function of the trace id (agentscore.live.sampling):
+        # The sampling decision is a function of the trace id (agentscore.pipeline.sampling):
         # a trace no scorer would sample is left at once, before any span of it is queued.
         top_rate = max((entry.sampling for entry in evals.entries), default=0.0)
         self._sampled_below = top_rate * _TRACE_ID_SPACE
@@ -65,12 +65,10 @@ class ScoringSpanProcessor(SpanProcessor):
             max_traces=max_traces,
             max_spans_per_trace=max_spans_per_trace,
         )
-        self._condition = threading.Condition()
-        self._pending: deque[ReadableSpan] = deque()
-        self._received = self._processed = 0
+        self._spans: WorkQueue[ReadableSpan] = WorkQueue(max_queue)
         self._dropped = 0
-        self._closed = False
         self._thread: threading.Thread | None = None
+        self._thread_lock = threading.Lock()
         _processors.add(self)
 
     @property
@@ -91,38 +89,25 @@ class ScoringSpanProcessor(SpanProcessor):
         if context is not None and (context.trace_id & _LOW_64_BITS) >= self._sampled_below:
             return
         try:
-            with self._condition:
-                if self._closed or len(self._pending) >= self.max_queue:
+            with self._spans.lock:
+                if self._spans.put(span) is not None:
                     self._dropped += 1
                     return
-                self._pending.append(span)
-                self._received += 1
-                if self._thread is None:
-                    self._start()
-                # All: a force_flush may wait on the same condition as the reader.
-                self._condition.notify_all()
+            if self._thread is None:
+                self._start()
         except Exception as exc:  # the application's span pipeline must never see our trouble
             _log.error("span_processor_failed", error_type=type(exc).__name__)
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         """Read every span ended so far; True when done within the timeout."""
-        deadline = time.monotonic() + timeout_millis / 1000
-        with self._condition:
-            target = self._received
-            self._condition.notify_all()
-            while self._processed < target:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or self._thread is None:
-                    return self._processed >= target
-                self._condition.wait(remaining)
-        return True
+        if self._thread is None:
+            return len(self._spans) == 0
+        return self._spans.join(timeout_millis / 1000)
 
     def shutdown(self) -> None:
         """Read what is queued, close every open trace (scoring what it holds), and stop."""
         self.force_flush()
-        with self._condition:
-            self._closed = True
-            self._condition.notify()
+        self._spans.close()
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout=30)
@@ -130,27 +115,25 @@ class ScoringSpanProcessor(SpanProcessor):
             self._submit(self._assembler.drain())
 
     def _start(self) -> None:
-        self._thread = threading.Thread(
-            target=self._work, name="agentscore-span-reader", daemon=True
-        )
-        self._thread.start()
+        with self._thread_lock:
+            if self._thread is not None:
+                return
+            self._thread = threading.Thread(
+                target=self._work, name="agentscore-span-reader", daemon=True
+            )
+            self._thread.start()
 
     def _work(self) -> None:
         interval = min(self._assembler.idle_timeout / 2, 5.0)
         while True:
-            with self._condition:
-                if not self._pending and not self._closed:
-                    self._condition.wait(interval)
-                batch = list(self._pending)
-                self._pending.clear()
-                closed = self._closed
+            self._spans.wait_for_items(interval)
+            closed = self._spans.closed
+            batch = self._spans.take()
             try:
                 self._read(batch)
             except Exception as exc:  # one bad span must not end the reader
                 _log.error("span_reading_failed", error_type=type(exc).__name__)
-            with self._condition:
-                self._processed += len(batch)
-                self._condition.notify_all()
+            self._spans.finished(len(batch))
             if closed and not batch:
                 self._submit(self._assembler.drain())
                 return
@@ -170,9 +153,8 @@ class ScoringSpanProcessor(SpanProcessor):
 
     def _after_fork(self) -> None:
         # The reader thread does not exist in a forked child; start afresh there.
-        self._condition = threading.Condition()
-        self._pending.clear()
-        self._received = self._processed = 0
+        self._spans.reset()
+        self._thread_lock = threading.Lock()
         self._thread = None
 
 
@@ -184,5 +166,4 @@ def _reset_after_fork() -> None:
         processor._after_fork()
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_reset_after_fork)
+after_fork_in_child(_reset_after_fork)

@@ -1,5 +1,7 @@
 """Scores on the trace: an evaluation span and a gen_ai.evaluation.result log record.
 
+This module only emits; the pipeline (`agentscore.pipeline.evaluate`) decides what and when.
+
 A span cannot change after it ends, and scores arrive after the agent's span has ended. So
 each result becomes (1) a log record, the GenAI conventions' evaluation event, and (2) an
 evaluation span for trace-only backends, both parented to the agent span's saved context.
@@ -10,12 +12,15 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import (
     NonRecordingSpan,
+    Span,
     SpanContext,
     SpanKind,
     Status,
@@ -23,22 +28,24 @@ from opentelemetry.trace import (
     TraceFlags,
 )
 
-from agentscore.judges.base import Judge
 from agentscore.result import ScoreResult, ScoreStatus
 from agentscore.run import ScorerRun
-from agentscore.scorers.base import Scorer
 from agentscore.telemetry import semconv
 from agentscore.telemetry.core import Telemetry, _current, use_telemetry
 
 __all__ = [
     "CLAIMS_ATTRIBUTE",
+    "DELAYED",
+    "STATUS_ATTRIBUTE",
     "averaged_score",
     "claims_for",
-    "evaluate",
+    "emit_result",
     "evaluation_attributes",
+    "evaluation_span",
     "explanation_for",
     "label_for",
     "parent_context",
+    "record_attempt",
     "record_dropped",
 ]
 
@@ -46,6 +53,9 @@ __all__ = [
 # With content capture on: a JSON list of {claim, verdict, reason}, so a person reading the
 # evaluation sees which claim failed and why.
 CLAIMS_ATTRIBUTE = "agentscore.claims"
+STATUS_ATTRIBUTE = "agentscore.score.status"
+# The status of an attempt whose judge failed for a passing reason: it will be tried again.
+DELAYED = "delayed"
 
 
 def parent_context(run: ScorerRun) -> Context | None:
@@ -66,43 +76,46 @@ def parent_context(run: ScorerRun) -> Context | None:
     return trace.set_span_in_context(NonRecordingSpan(span_context))
 
 
-async def evaluate(
-    telemetry: Telemetry,
-    scorer: Scorer,
-    run: ScorerRun,
-    *,
-    timeout: float | None,
-    judge: Judge | None = None,
-) -> ScoreResult:
-    """Run `scorer` inside an evaluation span, then emit the result's event and metrics.
-    `judge` replaces the scorer's own for this run (see `Scorer.run`)."""
-    parent = parent_context(run)
+@contextmanager
+def evaluation_span(telemetry: Telemetry, scorer_id: str, run: ScorerRun) -> Iterator[Span]:
+    """The evaluation span of one scorer on one run, current (with `telemetry`) while open,
+    so the judge's chat spans nest under it."""
     token = use_telemetry(telemetry)
     try:
         with telemetry.tracer.start_as_current_span(
-            f"evaluation {scorer.id}",
-            context=parent,
+            f"evaluation {scorer_id}",
+            context=parent_context(run),
             kind=SpanKind.INTERNAL,
             attributes={
-                semconv.EVALUATION_NAME: scorer.id,
+                semconv.EVALUATION_NAME: scorer_id,
                 semconv.OPENINFERENCE_SPAN_KIND: "EVALUATOR",
             },
             record_exception=False,
         ) as span:
-            result = await scorer.run(run, timeout=timeout, judge=judge)
-            attributes = evaluation_attributes(result, telemetry.capture_content)
-            span.set_attributes(attributes)
-            if result.error is not None:
-                span.set_status(Status(StatusCode.ERROR, result.error.type))
+            yield span
     finally:
         _current.reset(token)
+
+
+def record_attempt(span: Span, telemetry: Telemetry, result: ScoreResult, *, final: bool) -> None:
+    """Put `result` on its evaluation span. An attempt that is not `final` (its judge failed
+    for a passing reason and it will be tried again) is marked delayed, not failed."""
+    attributes = evaluation_attributes(result, telemetry.capture_content)
+    if not final:
+        attributes[STATUS_ATTRIBUTE] = DELAYED
+    span.set_attributes(attributes)
+    if result.error is not None:
+        span.set_status(Status(StatusCode.ERROR, result.error.type))
+
+
+def emit_result(telemetry: Telemetry, result: ScoreResult, run: ScorerRun) -> None:
+    """The final result's gen_ai.evaluation.result log record and metrics."""
     telemetry.logger.emit(
         event_name=semconv.EVALUATION_EVENT,
-        context=parent,
-        attributes=attributes,
+        context=parent_context(run),
+        attributes=evaluation_attributes(result, telemetry.capture_content),
     )
     _record_metrics(telemetry, result)
-    return result
 
 
 def record_dropped(telemetry: Telemetry, scorer_id: str, agent_name: str | None) -> None:
@@ -115,7 +128,7 @@ def record_dropped(telemetry: Telemetry, scorer_id: str, agent_name: str | None)
 def evaluation_attributes(result: ScoreResult, capture_content: bool) -> dict[str, Any]:
     attributes: dict[str, Any] = {
         semconv.EVALUATION_NAME: result.scorer_id,
-        "agentscore.score.status": result.status.value,
+        STATUS_ATTRIBUTE: result.status.value,
         "agentscore.run.id": result.run_id,
         "agentscore.judge.model": result.judge_model or "",
         "agentscore.judge.calls": result.judge_usage.calls,

@@ -9,7 +9,6 @@ agentscore's own use.
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
 import threading
@@ -34,7 +33,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
 from agentscore.errors import ConfigurationError
-from agentscore.live.runner import exit_deadline, exit_flush_timeout, flush_started_runners
+from agentscore.runtime.hooks import at_exit, drain, exit_deadline, exit_flush_timeout
 from agentscore.telemetry.core import Telemetry
 
 __all__ = ["DEFAULT_JSONL_PATH", "JsonlExporter", "TelemetrySetup", "setup_telemetry"]
@@ -100,7 +99,7 @@ class TelemetrySetup:
         self._closed = True
         # Scores first, but leave the exporters a share of the budget to send them.
         scores_by = deadline - budget * _EXPORT_SHARE
-        scored = flush_started_runners(max(0.0, scores_by - time.monotonic()))
+        scored = drain(max(0.0, scores_by - time.monotonic()))
         # An endpoint that accepts and never answers holds each exporter for its own
         # timeout (10 s a signal by default): the exporters get the rest of the budget in
         # a daemon thread, which exit abandons if they overrun it.
@@ -174,7 +173,7 @@ def setup_telemetry(
         telemetry, destination, installed, tracer_provider, logger_provider, meter_provider
     )
     # Registered after the runners' own exit hook, so it runs first: scores, then exporters.
-    atexit.register(_shutdown_at_exit, setup)
+    at_exit(lambda: _shutdown_at_exit(setup))
     return setup
 
 
@@ -186,13 +185,13 @@ def _otlp_endpoint(signal: str) -> str:
 
 def _otlp_exporters() -> ModuleType:
     try:
-        from agentscore.telemetry import _otlp
+        from agentscore.telemetry import otlp
     except ImportError as exc:
         raise ConfigurationError(
             "an OTEL_EXPORTER_OTLP_* endpoint is set but the OTLP exporter is not installed: "
             "pip install 'agentscore[otlp]'"
         ) from exc
-    return _otlp
+    return otlp
 
 
 def _install_where_missing(

@@ -3,18 +3,16 @@
 `submit` is O(1), never blocks and never raises: a job goes into a bounded queue, or is
 dropped (counted, logged at a limited rate, reported to `on_drop`) when the queue is full.
 A dispatcher on agentscore's background loop runs queued jobs with a concurrency cap and a
-per-run timeout. At every moment: submitted = scored + failed + dropped + pending.
+per-run timeout. A run whose judge failed for a passing reason (outage, 429, timeout) is tried
+again with backoff within `retry.window` before its failure stands (pipeline.retry). At every
+moment: submitted = scored + failed + dropped + pending, with `delayed` inside pending.
 """
 
 from __future__ import annotations
 
-import atexit
-import math
-import os
 import threading
 import time
 import weakref
-from collections import deque
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -25,14 +23,18 @@ import structlog
 
 from agentscore._options import check_number
 from agentscore.judges.base import Judge
-from agentscore.live._callbacks import call_user
-from agentscore.live._loop import BackgroundLoop, background_loop
+from agentscore.pipeline.deliver import ScoreSink, deliver
+from agentscore.pipeline.evaluate import evaluate
+from agentscore.pipeline.retry import RetryPolicy
 from agentscore.result import ScoreResult, ScoreStatus
 from agentscore.run import ScorerRun
+from agentscore.runtime.hooks import after_fork_in_child, at_exit, exit_deadline, on_drain
+from agentscore.runtime.loop import BackgroundLoop, background_loop
+from agentscore.runtime.workqueue import WorkQueue
 from agentscore.scorers.base import Scorer
 from agentscore.scorers.together import Together
-from agentscore.telemetry.core import Telemetry, reset_telemetry, use_telemetry
-from agentscore.telemetry.evaluations import evaluate, record_dropped
+from agentscore.telemetry.core import Telemetry
+from agentscore.telemetry.evaluations import record_dropped
 
 __all__ = [
     "DropHandler",
@@ -41,15 +43,11 @@ __all__ = [
     "ScoreJob",
     "ScoreSink",
     "default_runner",
-    "exit_deadline",
-    "exit_flush_timeout",
     "flush_started_runners",
     "shutdown_started_runners",
 ]
 
 _log = structlog.get_logger("agentscore.runner")
-
-ScoreSink = Callable[[ScoreResult], object]
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,11 +70,15 @@ DropHandler = Callable[[ScoreJob, str], object]
 
 @dataclass(frozen=True, slots=True)
 class RunnerStats:
+    """submitted = scored + failed + dropped + pending; `delayed` (waiting to retry after a
+    passing judge failure) is counted inside `pending`."""
+
     submitted: int
     scored: int
     failed: int
     dropped: int
     pending: int
+    delayed: int = 0
 
 
 class Runner:
@@ -92,6 +94,7 @@ class Runner:
         on_score: ScoreSink | None = None,
         drop_log_interval: float = 10.0,
         sink_timeout: float = 30.0,
+        retry: RetryPolicy | None = None,
         loop: BackgroundLoop = background_loop,
     ) -> None:
         check_number("max_queue", max_queue, low=1, integer=True)
@@ -108,6 +111,7 @@ class Runner:
         self._loop = loop
         self._drop_log_interval = drop_log_interval
         self.sink_timeout = sink_timeout
+        self.retry = retry if retry is not None else RetryPolicy()
 
         self._closed = False
         self._reset()
@@ -117,13 +121,15 @@ class Runner:
         """A fresh start; also the state of a forked child, whose copy of the parent's queue
         and running jobs belongs to the parent (it scores them), and whose dispatcher did not
         survive the fork."""
-        self._lock = threading.Lock()
-        self._idle_condition = threading.Condition(self._lock)
-        self._queue: deque[ScoreJob] = deque()
-        self._submitted = self._scored = self._failed = self._dropped = self._pending = 0
+        self._work: WorkQueue[ScoreJob] = WorkQueue(self.max_queue, wake=self._wake_soon)
+        if self._closed:
+            self._work.close()
+        # The queue's lock: the counts below change in step with its own.
+        self._lock = self._work.lock
+        self._submitted = self._scored = self._failed = self._dropped = self._delayed = 0
         self._started = self._stopping = False
-        self._dispatcher_idle = False
         self._wakeup: anyio.Event | None = None
+        self._closing: anyio.Event | None = None  # set on shutdown: retries stop waiting
         self._drops_unlogged = 0
         self._last_drop_log = 0.0
 
@@ -136,7 +142,12 @@ class Runner:
     def stats(self) -> RunnerStats:
         with self._lock:
             return RunnerStats(
-                self._submitted, self._scored, self._failed, self._dropped, self._pending
+                self._submitted,
+                self._scored,
+                self._failed,
+                self._dropped,
+                self._work.unfinished,
+                self._delayed,
             )
 
     def submit(self, job: ScoreJob) -> bool:
@@ -144,23 +155,16 @@ class Runner:
         try:
             with self._lock:
                 self._submitted += 1
-                if self._closed or len(self._queue) >= self.max_queue:
+                refused = self._work.put(job)
+                if refused is not None:
                     self._dropped += 1
-                    reason = "shutdown" if self._closed else "queue_full"
-                else:
-                    reason = None
-                    self._queue.append(job)
-                    self._pending += 1
-                    wake, self._dispatcher_idle = self._dispatcher_idle, False
-                    start = not self._started
-                    self._started = True
-            if reason is not None:
-                self._dropped_job(job, reason)
+                start = refused is None and not self._started
+                self._started = self._started or start
+            if refused is not None:
+                self._dropped_job(job, refused.value)
                 return False
             if start:
                 self._start()
-            elif wake:
-                self._loop.call_soon(self._wake)
             return True
         except Exception as exc:  # the caller must never see scoring trouble
             _log.error("submit_failed", error_type=type(exc).__name__)
@@ -170,8 +174,7 @@ class Runner:
         """Wait until no job is queued or running; False if `timeout` (seconds) ran out first."""
         if self._loop.in_loop_thread() or _in_job.get():
             raise RuntimeError("flush() from the background loop would wait on itself")
-        with self._idle_condition:
-            return self._idle_condition.wait_for(lambda: self._pending == 0, timeout)
+        return self._work.wait_idle(timeout)
 
     async def aflush(self, timeout: float | None = None) -> bool:
         """`flush` for async callers (asyncio or trio): waits in a worker thread."""
@@ -185,6 +188,10 @@ class Runner:
         """
         with self._lock:
             self._closed = True
+            self._work.close()
+            started = self._started
+        if started:  # jobs waiting to retry give up now and end with their failure
+            self._loop.call_soon(self._wake)
         finished = self.flush(timeout)
         with self._lock:
             self._stopping = True
@@ -199,11 +206,19 @@ class Runner:
         self._loop.spawn(self._dispatch)
         _started_runners.add(self)
 
+    def _wake_soon(self) -> None:
+        self._loop.call_soon(self._wake)
+
     def _wake(self) -> None:
         if self._wakeup is not None:
             self._wakeup.set()
+        if self._closed and self._closing is not None:
+            self._closing.set()
 
     async def _dispatch(self) -> None:
+        self._closing = anyio.Event()
+        if self._closed:
+            self._closing.set()
         slots = anyio.Semaphore(self.concurrency)
         async with anyio.create_task_group() as task_group:
             while True:
@@ -217,13 +232,13 @@ class Runner:
     async def _next_job(self) -> ScoreJob | None:
         """The next queued job, waiting while there is none; None once stopping."""
         while True:
-            with self._lock:
-                if self._queue:
-                    return self._queue.popleft()
-                if self._stopping:
-                    return None
-                self._dispatcher_idle = True
-                self._wakeup = wakeup = anyio.Event()
+            # The event first: a job put after `take` found none wakes this one.
+            self._wakeup = wakeup = anyio.Event()
+            taken = self._work.take(1)
+            if taken:
+                return taken[0]
+            if self._stopping:
+                return None
             await wakeup.wait()
 
     async def _execute(self, job: ScoreJob, slots: anyio.Semaphore) -> None:
@@ -231,8 +246,13 @@ class Runner:
         _in_job.set(True)
         result: ScoreResult | None = None
         try:
-            result = await self._score(job)
-            await self._deliver(job, result)
+            result = await self._score_until_final(job)
+            await deliver(
+                result,
+                (job.on_result, *self._sinks),
+                timeout=self.sink_timeout,
+                telemetry=job.telemetry,
+            )
         except Exception as exc:  # even a broken scorer object must not end the dispatcher
             result = None
             _log.error(
@@ -240,54 +260,63 @@ class Runner:
             )
         finally:
             slots.release()
-            with self._idle_condition:
+            with self._lock:
                 # None: cancelled, or the job crashed before it had a result.
                 if result is None or result.status is ScoreStatus.FAILED:
                     self._failed += 1
                 else:
                     self._scored += 1
-                self._pending -= 1
-                if self._pending == 0:
-                    self._idle_condition.notify_all()
+                self._work.finished()
 
-    async def _deliver(self, job: ScoreJob, result: ScoreResult) -> None:
-        # Sinks that export (PhoenixAnnotations) follow the agent's content switch.
-        token = use_telemetry(job.telemetry) if job.telemetry is not None else None
-        try:
-            await self._deliver_to_sinks(job, result)
-        finally:
-            if token is not None:
-                reset_telemetry(token)
-
-    async def _deliver_to_sinks(self, job: ScoreJob, result: ScoreResult) -> None:
-        for sink in (job.on_result, *self._sinks):
-            if sink is None:
-                continue
-            try:
-                with anyio.fail_after(self.sink_timeout):
-                    await call_user(sink, result)
-            except Exception as exc:  # a sink must not stop the others or the dispatcher
-                _log.error("score_sink_failed", sink=repr(sink), error_type=type(exc).__name__)
-
-    async def _score(self, job: ScoreJob) -> ScoreResult:
+    async def _score_until_final(self, job: ScoreJob) -> ScoreResult:
+        """Score `job`; while its judge fails for a passing reason, try again after a backoff,
+        within the retry window (the job keeps its slot: during an outage new work waits in
+        the bounded queue instead of failing). A shutdown ends the waiting at once."""
         run = job.run
-        try:
-            if job.read is not None:
-                run = job.read()
-            if job.together is not None:
-                return await job.together.score(
-                    job.scorer, lambda judge: self._run(job, run, judge)
-                )
-            return await self._run(job, run, None)
-        except Exception as exc:  # telemetry export trouble: the run still ends, as failed
-            return job.scorer.failed_result(run, exc)
+        started = time.monotonic()
+        attempts = 0
+        while True:
+            attempts += 1
+            delay = self.retry.delay(attempts)
+            may_retry = not self._closed and self.retry.allows(time.monotonic() - started, delay)
+            try:
+                if job.read is not None:
+                    run = job.read()
+                result = await self._evaluate(job, run, may_retry)
+            except Exception as exc:  # telemetry export trouble: the run still ends, as failed
+                return job.scorer.failed_result(run, exc)
+            if not (may_retry and result.retryable):
+                return result
+            with self._lock:
+                self._delayed += 1
+            try:
+                await self._sleep_unless_closed(delay)
+            finally:
+                with self._lock:
+                    self._delayed -= 1
 
-    async def _run(self, job: ScoreJob, run: ScorerRun, judge: Judge | None) -> ScoreResult:
-        if job.telemetry is not None:
+    async def _sleep_unless_closed(self, delay: float) -> None:
+        closing = self._closing
+        if closing is None or self._closed:
+            return
+        with anyio.move_on_after(delay):
+            await closing.wait()
+
+    async def _evaluate(self, job: ScoreJob, run: ScorerRun, may_retry: bool) -> ScoreResult:
+        async def attempt(judge: Judge | None) -> ScoreResult:
             return await evaluate(
-                job.telemetry, job.scorer, run, timeout=self.run_timeout, judge=judge
+                job.telemetry,
+                job.scorer,
+                run,
+                timeout=self.run_timeout,
+                may_retry=may_retry,
+                judge=judge,
             )
-        return await job.scorer.run(run, timeout=self.run_timeout, judge=judge)
+
+        # A retry finds the generation's shared request gone: it asks alone.
+        if job.together is None:
+            return await attempt(None)
+        return await job.together.score(job.scorer, attempt)
 
     def _dropped_job(self, job: ScoreJob, reason: str) -> None:
         if job.telemetry is not None:
@@ -321,8 +350,6 @@ _all_runners: weakref.WeakSet[Runner] = weakref.WeakSet()
 _default_runner: Runner | None = None
 _default_lock = threading.Lock()
 _started_runners: weakref.WeakSet[Runner] = weakref.WeakSet()
-EXIT_TIMEOUT_ENV = "AGENTSCORE_EXIT_FLUSH_TIMEOUT"
-_DEFAULT_EXIT_TIMEOUT = 5.0
 
 
 def default_runner() -> Runner:
@@ -354,45 +381,21 @@ def _each_started_runner(timeout: float, action: Callable[[Runner, float], bool]
     return finished
 
 
-def exit_flush_timeout() -> float:
-    """Seconds pending scores get at interpreter exit: AGENTSCORE_EXIT_FLUSH_TIMEOUT, else 5."""
-    raw = os.environ.get(EXIT_TIMEOUT_ENV, "")
-    try:
-        value = float(raw) if raw.strip() else _DEFAULT_EXIT_TIMEOUT
-    except ValueError:
-        value = -1.0
-    if not 0.0 <= value < math.inf:
-        _log.warning("invalid_exit_flush_timeout", value=raw[:40], used=_DEFAULT_EXIT_TIMEOUT)
-        return _DEFAULT_EXIT_TIMEOUT
-    return value
-
-
-_exit_deadline: float | None = None
-
-
-def exit_deadline() -> float:
-    """The `time.monotonic()` by which every exit hook must be done: one budget for all of
-    them, fixed when the first one asks."""
-    global _exit_deadline
-    with _default_lock:
-        if _exit_deadline is None:
-            _exit_deadline = time.monotonic() + exit_flush_timeout()
-        return _exit_deadline
-
-
 def _reset_runners_in_child() -> None:
-    global _default_lock, _exit_deadline
+    global _default_lock
     _default_lock = threading.Lock()
-    _exit_deadline = None
     _started_runners.clear()
     for runner in list(_all_runners):
         runner._reset()
 
 
-os.register_at_fork(after_in_child=_reset_runners_in_child)
+after_fork_in_child(_reset_runners_in_child)
 
 
-@atexit.register
 def _flush_at_exit() -> None:
     """Give pending scores a bounded time to finish when the interpreter exits."""
     shutdown_started_runners(max(0.0, exit_deadline() - time.monotonic()))
+
+
+on_drain(flush_started_runners)
+at_exit(_flush_at_exit)

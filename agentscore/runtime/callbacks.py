@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import os
 import threading
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
@@ -25,6 +24,7 @@ from typing import Any, ClassVar, TypeVar
 import anyio.to_thread
 
 from agentscore.errors import CallbackBacklogError
+from agentscore.runtime.hooks import after_fork_in_child
 
 __all__ = ["MAX_ABANDONED_CALLS", "abandoned_callbacks", "call_user", "on_loop"]
 
@@ -143,4 +143,4 @@ def _reset_in_child() -> None:
     _Call.abandoned = {}
 
 
-os.register_at_fork(after_in_child=_reset_in_child)
+after_fork_in_child(_reset_in_child)

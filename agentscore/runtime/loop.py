@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
-import os
 import threading
 import weakref
 from collections.abc import Awaitable, Callable
@@ -18,6 +17,8 @@ from typing import Any, TypeVar
 
 import anyio
 from anyio.from_thread import BlockingPortal
+
+from agentscore.runtime.hooks import after_fork_in_child
 
 __all__ = ["SIGNAL_POLL", "BackgroundLoop", "background_loop", "wait_for_result"]
 
@@ -176,6 +177,6 @@ def _reset_loops_in_child() -> None:
 
 
 # A child of fork() has only the forking thread: every loop restarts on its first use there.
-os.register_at_fork(after_in_child=_reset_loops_in_child)
+after_fork_in_child(_reset_loops_in_child)
 
 background_loop = BackgroundLoop()

@@ -1,3 +1,0 @@
-"""Live scoring: the background runner and sampling."""
-
-__all__: list[str] = []

@@ -1,0 +1,6 @@
+"""The scoring pipeline, written once for every placement: choose (sampling, filter) ->
+evaluate (the scorer under its evaluation span, transient failures retried later) -> deliver
+(sinks, sync or async, bounded). Placements (the Agent, `Evals.submit`, the span processor,
+`agentscore serve`, `agentscore eval`) only adapt their input and hand runs to it."""
+
+__all__: list[str] = []

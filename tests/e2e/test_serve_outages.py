@@ -1,0 +1,199 @@
+"""`agentscore serve` through outages that pass: the judge, the backend, the disk. Work is
+delayed, never lost and never judged twice.
+
+The judge is a real OpenAI-compatible HTTP server in the test process (tests/chat_server.py)
+that the service's `OpenAIJudge` calls through the `openai` client; every request it gets is
+counted. Evaluations go to a real OTLP/HTTP receiver whose status the test sets.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
+
+from agentscore.testing import chat_completion
+from tests.chat_server import Answer, ChatServer, Request, chat_server
+from tests.http_collector import http_collector
+from tests.serve_support import ANSWER, attribute, evaluation_spans, send_generations, serving
+
+pytestmark = pytest.mark.e2e
+
+
+class Judge:
+    """Answers 503 while `down`, else the one-call reply: the answer is one supported claim."""
+
+    def __init__(self) -> None:
+        self.down = False
+
+    def __call__(self, request: Request) -> Answer:
+        if self.down:
+            return Answer(503, {"error": {"message": "judge overloaded"}})
+        claim = {"claim": ANSWER, "verdict": "yes", "reason": "stated in the order record"}
+        return Answer(payload=chat_completion({"claims": [claim]}).body)
+
+
+@contextmanager
+def http_judge() -> Iterator[tuple[Judge, ChatServer]]:
+    judge = Judge()
+    with chat_server(judge) as server:
+        yield judge, server
+
+
+def judge_env(server: ChatServer, retries: int = 0) -> dict[str, str]:
+    return {
+        "SERVE_TEST_JUDGE": "http",
+        "SERVE_TEST_JUDGE_URL": server.base_url,
+        "SERVE_TEST_JUDGE_RETRIES": str(retries),
+    }
+
+
+def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.2)
+
+
+def test_a_judge_outage_delays_the_scores_and_loses_none(tmp_path: Path) -> None:
+    with http_judge() as (judge, server), http_collector() as receiver:
+        judge.down = True
+        with serving(tmp_path, receiver.url, env=judge_env(server, retries=1)) as serve:
+            outage = time.monotonic()
+            send_generations(serve.url, [ANSWER] * 10)
+            wait_until(lambda: serve.health()["delayed"] >= 10, 15, "every job delayed")
+            during = serve.health()
+            time.sleep(max(0.0, 15 - (time.monotonic() - outage)))
+            assert serve.health()["failed"] == 0
+            judge.down = False
+            recovered = time.monotonic()
+            wait_until(lambda: serve.health()["scored"] == 10, 60, "all 10 scored")
+            took = time.monotonic() - recovered
+            after = serve.health()
+    assert during["status"] == "degraded"
+    assert during["problems"]["judge_unavailable"]["detail"] == "JudgeServerError"
+    assert after["failed"] == 0 and after["status"] == "ok" and after["pending_jobs"] == 0
+    assert took < 60
+    scored = [span for span in evaluation_spans(receiver) if _status(span) == "scored"]
+    assert len(scored) == 10  # the delayed attempts' spans say "delayed", not failed
+    assert {_status(span) for span in evaluation_spans(receiver)} == {"scored", "delayed"}
+
+
+def test_a_backend_outage_re_exports_and_never_re_judges(tmp_path: Path) -> None:
+    with http_judge() as (_, server), http_collector() as receiver:
+        receiver.status = 503
+        with serving(tmp_path, receiver.url, env=judge_env(server)) as serve:
+            send_generations(serve.url, [ANSWER] * 10)
+            wait_until(lambda: serve.health()["export_failures"] >= 1, 30, "a refused export")
+            during = serve.health()
+            time.sleep(30)
+            judged_during_outage = len(server.requests)
+            receiver.status = 200
+            wait_until(lambda: serve.health()["scored"] == 10, 60, "all 10 exported")
+            after = serve.health()
+    assert during["status"] == "degraded" and "export_failing" in during["problems"]
+    assert judged_during_outage == 10
+    assert len(server.requests) == 10  # each job judged once
+    assert after["judge_requests"] == 10 and after["pending_jobs"] == 0
+    assert len({span.span_id for span in evaluation_spans(receiver)}) == 10
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 4 MiB tmpfs the test can fill."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)], capture_output=True
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def fill(disk: Path) -> Path:
+    filler = disk / "filler"
+    with filler.open("wb") as out:
+        try:
+            while True:
+                out.write(b"\0" * 65536)
+                out.flush()
+        except OSError:
+            pass
+    return filler
+
+
+def test_a_full_disk_delays_deletes_without_re_judging(tmp_path: Path, small_disk: Path) -> None:
+    queue = small_disk / "queue.db"
+    with http_judge() as (_, server), http_collector() as receiver:
+        receiver.status = 503  # results wait, their rows on disk
+        with serving(tmp_path, receiver.url, "--queue", str(queue), env=judge_env(server)) as serve:
+            send_generations(serve.url, [ANSWER] * 20)
+            wait_until(lambda: serve.health()["export_failures"] >= 1, 30, "a refused export")
+            wait_until(lambda: len(server.requests) == 20, 30, "every job judged")
+            filler = fill(small_disk)
+            receiver.status = 200
+            wait_until(lambda: serve.health()["delete_failures"] >= 1, 30, "a failed delete")
+            time.sleep(10)
+            during = serve.health()
+            judged = len(server.requests)
+            filler.unlink()
+            wait_until(lambda: serve.health()["pending_jobs"] == 0, 60, "the rows deleted")
+            after = serve.health()
+    assert judged <= 2 * 20
+    assert during["status"] == "degraded" and "disk_full" in during["problems"]
+    assert after["scored"] == 20 and after["status"] == "ok"
+    assert len({span.span_id for span in evaluation_spans(receiver)}) == 20
+
+
+def test_the_request_budget_counts_every_http_request(tmp_path: Path) -> None:
+    with http_judge() as (judge, server), http_collector() as receiver:
+        judge.down = True
+        options = ("--requests-per-minute", "6")
+        with serving(tmp_path, receiver.url, *options, env=judge_env(server, retries=3)) as serve:
+            started = time.monotonic()
+            send_generations(serve.url, [ANSWER] * 10)
+            time.sleep(max(0.0, 20 - (time.monotonic() - started)))
+            requests = len(server.requests)
+            health = serve.health()
+    allowed = 6 + 6 * 20 / 60  # a full bucket, then 6 a minute
+    assert requests <= 1.5 * allowed
+    assert health["judge_requests"] <= requests
+
+
+def test_two_services_on_one_queue_judge_each_generation_once(tmp_path: Path) -> None:
+    with (
+        http_judge() as (_, server),
+        http_collector() as receiver,
+        serving(tmp_path, receiver.url, env=judge_env(server)) as first,
+    ):
+        second = subprocess.run(
+            [
+                sys.executable,
+                *("-m", "agentscore.cli", "serve", "--scorers", "tests.serve_scorers:evals"),
+                *("--port", "0", "--queue", str(tmp_path / "queue.db")),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=Path(__file__).resolve().parents[2],
+        )
+        send_generations(first.url, [ANSWER] * 20)
+        wait_until(lambda: first.health()["scored"] == 20, 60, "all scored")
+    assert second.returncode == 2
+    assert "in use by another process" in second.stderr
+    assert len(server.requests) == 20
+
+
+def _status(span: ProtoSpan) -> str:
+    return str(attribute(span, "agentscore.score.status"))

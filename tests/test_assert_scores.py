@@ -1,0 +1,89 @@
+"""`agentscore.testing.assert_scores` with an OpenAI-compatible judge (scripted, through the
+real `openai` client), inside sync and async tests, and when the judge cannot answer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from agentscore import ScorerRun
+from agentscore.judges import OpenAIJudge
+from agentscore.scorers import create_faithfulness_scorer, create_hallucination_scorer
+from agentscore.testing import (
+    ScoreAssertionError,
+    ScriptedEndpoint,
+    ScriptedReply,
+    assert_scores,
+    chat_completion,
+    network_failure,
+)
+
+CONTEXT = ["Order 1042 shipped with UPS on 2026-11-18."]
+RUN = {
+    "input": "Where is order 1042?",
+    "output": "Order 1042 shipped with UPS. It arrives tomorrow.",
+    "request_context": {"context": CONTEXT},
+}
+
+
+def judge_of(endpoint: ScriptedEndpoint) -> OpenAIJudge:
+    return OpenAIJudge("judge-model", client=endpoint.client(max_retries=0))
+
+
+def verdicts(body: dict[str, Any]) -> ScriptedReply:
+    return chat_completion(
+        {
+            "claims": [
+                {"claim": "Order 1042 shipped with UPS.", "verdict": "yes", "reason": "stated"},
+                {
+                    "claim": "It arrives tomorrow.",
+                    "verdict": "unsure",
+                    "reason": "the context gives no delivery date",
+                },
+            ]
+        }
+    )
+
+
+def test_an_llm_judges_unsupported_claim_is_in_the_failure_message() -> None:
+    endpoint = ScriptedEndpoint(verdicts)
+    faithfulness = create_faithfulness_scorer(judge_of(endpoint), context=CONTEXT)
+    with pytest.raises(ScoreAssertionError) as failed:
+        assert_scores(RUN, faithfulness)
+    [result] = failed.value.results
+    assert result.reason is not None and "It arrives tomorrow." in result.reason
+    assert str(failed.value) == (
+        f"faithfulness 0.5: {result.reason}"
+        "\n  - unverifiable: 'It arrives tomorrow.'"
+        "\n    why: the context gives no delivery date"
+    )
+    assert len(endpoint.requests) == 1
+
+
+def test_passing_scores_are_returned() -> None:
+    endpoint = ScriptedEndpoint(verdicts)
+    lenient = create_hallucination_scorer(judge_of(endpoint), context=CONTEXT, threshold=0.5)
+    [result] = assert_scores(ScorerRun.model_validate(RUN), [lenient])
+    assert (result.score, result.passed) == (0.5, True)
+
+
+@pytest.mark.anyio
+async def test_it_works_inside_an_async_test() -> None:
+    local = create_faithfulness_scorer("local", context=CONTEXT)
+    with pytest.raises(ScoreAssertionError, match=r"unverifiable: 'It arrives tomorrow\.'"):
+        assert_scores(RUN, local)
+
+
+def test_a_judge_that_cannot_answer_fails_with_the_error_not_a_score() -> None:
+    endpoint = ScriptedEndpoint([network_failure("connect")])
+    faithfulness = create_faithfulness_scorer(judge_of(endpoint), context=CONTEXT)
+    with pytest.raises(ScoreAssertionError) as failed:
+        assert_scores(RUN, faithfulness)
+    assert str(failed.value).startswith("faithfulness failed: JudgeConnectionError: ")
+    assert "sk-test" not in str(failed.value)
+
+
+def test_nothing_to_judge_passes() -> None:
+    [result] = assert_scores({"input": "Hi", "output": ""}, create_faithfulness_scorer("local"))
+    assert result.status.value == "no_claims"
