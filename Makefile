@@ -40,8 +40,10 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/soak.py
 	$(BIN)/python benchmarks/judge_limits.py
 	$(BIN)/python benchmarks/serve.py
+	$(BIN)/python benchmarks/serve_memory.py
 	$(BIN)/python benchmarks/serve_latency.py
 	$(BIN)/python benchmarks/eval_ci.py
+	$(BIN)/python benchmarks/scale_out.py
 
 bench-peers: $(STAMP)
 	$(BIN)/python benchmarks/peers.py

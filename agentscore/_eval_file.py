@@ -68,7 +68,7 @@ _DEFAULT_THRESHOLDS = {
     "completeness": completeness.DEFAULT_THRESHOLD,
 }
 _UNREACHABLE = {"JudgeConnectionError", "JudgeAuthError", "JudgeTimeoutError"}
-_HEADERS = ["scorer", "mean", "pass rate", "scored", "failed"]
+_HEADERS = ["scorer", "mean", "pass rate", "scored", "failed", "no context"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +165,13 @@ def run_eval_file(options: EvalOptions) -> int:
     print(render_table(_HEADERS, summary.table))
     for failure in state.failures.lines():
         print(f"agentscore eval: {failure}", file=sys.stderr)
+    for scorer_id, count in summary.no_context.items():
+        print(
+            f"agentscore eval: {scorer_id}: {count} record(s) had no context and were not "
+            "scored (neither passed nor failed); give each record a 'context' or 'documents' "
+            "list, or tool results in its output",
+            file=sys.stderr,
+        )
     _write_reports(options, rows, scorers, summary, time.monotonic() - started)
     if stopped is not None:
         saved = f"saved in {options.out}; rerun to resume" if options.out else "not saved"
@@ -356,6 +363,11 @@ def _item(record: object, line: int) -> dict[str, Any]:
         or (isinstance(context, list) and all(isinstance(c, str) for c in context))
     ):
         raise ValueError("'context' must be a string or a list of strings")
+    documents = record.get("documents")
+    if documents is not None and not (
+        isinstance(documents, list) and all(isinstance(d, str) for d in documents)
+    ):
+        raise ValueError("'documents' must be a list of strings")
     coerce_messages(record["output"])  # reject unusable shapes here, with the line number
     return {**record, "id": str(record.get("id") or f"line-{line}")}
 
@@ -473,18 +485,21 @@ class _Summary:
     table: list[list[str]]
     pass_rates: dict[str, float | None]
     unreachable: set[str]
+    no_context: dict[str, int]  # scorers with records they had no context for
 
 
 def _summarize(rows: list[dict[str, Any]], scorers: list[Scorer]) -> _Summary:
     """Like `batch.summarize`: a record that errored before scoring counts as failed for
-    every scorer, and failures count against the pass rate."""
-    table, rates, error_types = [], {}, []
+    every scorer, and failures count against the pass rate; a record with no context is
+    counted apart, outside the mean and the pass rate."""
+    table, rates, error_types, no_context = [], {}, [], {}
     item_errors = sum(1 for row in rows if row.get("error"))
     for scorer in scorers:
         entries = [row["scores"][scorer.id] for row in rows if scorer.id in row.get("scores", {})]
         scores = [e["score"] for e in entries if e.get("status") == "scored"]
         verdicts = [bool(e["passed"]) for e in entries if e.get("passed") is not None]
         failures = [e for e in entries if e.get("status") == "failed"]
+        missing = sum(1 for e in entries if e.get("status") == "no_context")
         error_types += [(e.get("error") or {}).get("type", "") for e in failures]
         failed = len(failures) + item_errors
         judged = len(verdicts) + failed
@@ -497,8 +512,11 @@ def _summarize(rows: list[dict[str, Any]], scorers: list[Scorer]) -> _Summary:
                 f"{rate:.1%}" if rate is not None else "-",
                 str(len(scores)),
                 str(failed),
+                str(missing),
             ]
         )
+        if missing:
+            no_context[scorer.id] = missing
     total = sum(len(row.get("scores", {})) for row in rows)
     unreachable = set(error_types) & _UNREACHABLE if total and len(error_types) == total else set()
-    return _Summary(table, rates, unreachable)
+    return _Summary(table, rates, unreachable, no_context)

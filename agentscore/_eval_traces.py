@@ -74,7 +74,9 @@ def read_trace_items(path: Path) -> TraceItems:
         if run.read_error is not None:
             found.unreadable[run.read_error] += 1
             continue
-        found.items.append({"id": run.run_id, "input": run.input, "output": run.output})
+        found.items.append(
+            {"id": run.run_id, "input": run.input, "output": run.output, "documents": run.documents}
+        )
     return found
 
 

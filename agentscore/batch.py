@@ -14,12 +14,14 @@ from agentscore._redact import redact
 from agentscore.adapters import coerce_messages
 from agentscore.agent import Agent
 from agentscore.errors import ConfigurationError
+from agentscore.judges.base import Judge
 from agentscore.messages import Message
+from agentscore.pipeline.evaluate import evaluate
 from agentscore.result import ScoreResult, ScoreStatus
 from agentscore.run import ScorerRun
 from agentscore.runtime.loop import background_loop
 from agentscore.scorers.base import Scorer
-from agentscore.scorers.together import score_together
+from agentscore.scorers.together import Together
 
 __all__ = [
     "EvalItemResult",
@@ -53,6 +55,8 @@ class ScorerSummary(BaseModel):
     pass_rate: float | None
     scored: int
     failed: int
+    # Runs the scorer had no context for: not judged, so outside the mean and the pass rate.
+    no_context: int = 0
 
 
 class EvalReport(BaseModel):
@@ -78,9 +82,9 @@ async def run_evals(
     An item is a mapping with `input`, and `output` unless a `target` produces it (an `Agent`,
     or any sync or async callable taking the input), or with `messages` (a whole
     conversation, split after its last user message); optional `ground_truth`, `context`
-    (kept in `run.request_context["context"]`, which `agentscore.context.run_context` reads)
-    and `id`. A failing item is recorded with its error and counts as failed for every
-    scorer; it never stops the run.
+    (kept in `run.request_context["context"]`, which `agentscore.context.run_context` reads),
+    `documents` (retrieved documents, `run.documents`) and `id`. A failing item is recorded
+    with its error and counts as failed for every scorer; it never stops the run.
     `on_item_complete` (sync or async) sees each item's result as soon as it is scored.
     """
     if concurrency < 1:
@@ -131,7 +135,8 @@ def run_evals_sync(
 
 def summarize(scorer: Scorer, items: Sequence[EvalItemResult]) -> ScorerSummary:
     """An item that errored before scoring, or whose score failed, counts as failed: a pass
-    rate over the survivors alone would hide a run where everything broke."""
+    rate over the survivors alone would hide a run where everything broke. Runs with no
+    context were not judged: counted apart, neither passed nor failed."""
     results = [item.scorer_results[scorer.id] for item in items if scorer.id in item.scorer_results]
     # Runs with nothing to judge (no claims) carry no signal: they stay out of the mean.
     scores = [r.score for r in results if r.score is not None and r.status is ScoreStatus.SCORED]
@@ -145,6 +150,7 @@ def summarize(scorer: Scorer, items: Sequence[EvalItemResult]) -> ScorerSummary:
         pass_rate=passed / (judged + failed) if judged + failed else None,
         scored=len(scores),
         failed=failed,
+        no_context=sum(1 for r in results if r.status is ScoreStatus.NO_CONTEXT),
     )
 
 
@@ -156,9 +162,21 @@ async def _evaluate_item(
     except Exception as exc:
         # The target's own errors can quote its credentials ("Bearer sk-..." from the SDK).
         return EvalItemResult(index=index, error=redact(f"{type(exc).__name__}: {exc}"))
+    scored: dict[str, ScoreResult] = {}
     # The item's LLM scorers on one judge share one judge request.
-    results = await score_together(scorers, run)
-    scored = {scorer.id: result for scorer, result in zip(scorers, results, strict=True)}
+    together = Together(scorers)
+
+    async def score(scorer: Scorer) -> None:
+        # The pipeline's evaluate, with no telemetry: a batch run emits no spans, and its
+        # failures are reported per record (the CLI's circuit breaker stops a dead judge).
+        async def attempt(judge: Judge | None) -> ScoreResult:
+            return await evaluate(None, scorer, run, timeout=None, judge=judge)
+
+        scored[scorer.id] = await together.score(scorer, attempt)
+
+    async with anyio.create_task_group() as task_group:
+        for scorer in scorers:
+            task_group.start_soon(score, scorer)
     return EvalItemResult(index=index, run=run, scorer_results=scored)
 
 
@@ -185,6 +203,7 @@ async def _run_for(item: Mapping[str, Any], target: Target | None) -> ScorerRun:
         "input": item["input"],
         "ground_truth": item.get("ground_truth"),
         "request_context": request_context,
+        "documents": item.get("documents") or [],
     }
     if item.get("id") is not None:
         common["run_id"] = str(item["id"])

@@ -1,4 +1,5 @@
-"""Context for scorers: the tool results of a run, and the `get_context` callback contract."""
+"""Context for scorers: a run's tool results and retrieved documents, and the `get_context`
+callback contract."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ __all__ = [
     "ToolResult",
     "extract_tool_results",
     "format_tool_result",
+    "found_context",
     "run_context",
 ]
 
@@ -86,10 +88,17 @@ class ContextParams:
 GetContext = Callable[[ContextParams], Sequence[str] | Awaitable[Sequence[str]]]
 
 
+def found_context(run: ScorerRun) -> list[str]:
+    """The context a run brings by itself: its tool results, then its retrieved documents.
+    What the built-in scorers judge against when given no `context` or `get_context`."""
+    tools = [format_tool_result(result) for result in extract_tool_results(run.output)]
+    return tools + list(run.documents)
+
+
 def run_context(params: ContextParams) -> list[str]:
     """A `get_context` for per-run context: the run's `request_context["context"]` when set
-    (batch items carry their own), else its tool results."""
+    (batch items carry their own), else its tool results and retrieved documents."""
     own = params.run.request_context.get("context")
     if own is not None:
         return [own] if isinstance(own, str) else list(own)
-    return [format_tool_result(result) for result in extract_tool_results(params.run.output)]
+    return found_context(params.run)

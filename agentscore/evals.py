@@ -82,16 +82,22 @@ class Evals:
         request_context: Mapping[str, Any] | None = None,
         conversation_id: str | None = None,
         agent_name: str | None = None,
+        documents: Sequence[str] | None = None,
     ) -> bool:
         """Score one finished generation of any agent, in the background.
 
         `input` and `output` take any shape `agentscore.adapters` reads (a string, OpenAI chat
         messages, Responses / Agents SDK items, pydantic-ai messages, GenAI semconv JSON).
+        `documents` are the texts retrieved for this answer (RAG): the built-in scorers judge
+        against them beside the tool results in `output`.
         The evaluation is parented to `span` (a `Span` or `SpanContext`; default: the current
-        span) and sampled on its trace id. Returns at once, never raises: True when at least
-        one scorer was queued. Messages no adapter reads end as failed results
-        (`UnreadableMessageError`), never as a score of an empty answer.
+        span) and sampled on its trace id. Returns at once, never raises once its arguments
+        are of the right types (`documents` that is not a list of strings is a
+        `ConfigurationError`): True when at least one scorer was queued. Messages no adapter
+        reads end as failed results (`UnreadableMessageError`), never as a score of an empty
+        answer.
         """
+        retrieved = _documents(documents)
         try:
             context = _span_context(span)
             run_id = f"{random.getrandbits(128):032x}"  # unique, not secret: no need for uuid4
@@ -106,6 +112,7 @@ class Evals:
                 output=[],
                 ground_truth=ground_truth,
                 request_context=dict(request_context or {}),
+                documents=retrieved,
                 agent_name=agent_name,
                 conversation_id=conversation_id,
                 trace_id=trace_id,
@@ -297,6 +304,20 @@ def sampled_entries(
                 f"scorers must be Scorer or SampledScorer, got {type(item).__name__}"
             )
     return tuple(entries)
+
+
+def _documents(documents: Sequence[str] | None) -> list[str]:
+    if documents is None:
+        return []
+    if (
+        isinstance(documents, str)
+        or not isinstance(documents, Sequence)
+        or not all(isinstance(d, str) for d in documents)
+    ):
+        raise ConfigurationError(
+            "documents must be a list of strings (the text of each retrieved document)"
+        )
+    return list(documents)
 
 
 def _check_rate(rate: float) -> None:

@@ -16,6 +16,8 @@ __all__ = ["ScoreError", "ScoreResult", "ScoreStatus"]
 class ScoreStatus(StrEnum):
     SCORED = "scored"
     NO_CLAIMS = "no_claims"
+    # The scorer needs context and the run gave none: nothing was judged, so no score.
+    NO_CONTEXT = "no_context"
     FAILED = "failed"
 
 
@@ -36,7 +38,7 @@ class ScoreError(BaseModel):
 class ScoreResult(BaseModel):
     """Mastra's `.run()` fields in snake_case, plus pass/fail, status, error and judge cost.
 
-    `score` is None only when `status` is "failed"; it is never NaN.
+    `score` is None when `status` is "failed" or "no_context"; it is never NaN.
     """
 
     model_config = ConfigDict(frozen=True)

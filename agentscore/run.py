@@ -27,6 +27,11 @@ class ScorerRun(BaseModel):
     output: list[Message] = Field(default_factory=list)
     ground_truth: Any = None
     request_context: dict[str, Any] = Field(default_factory=dict)
+    documents: list[str] = Field(
+        default_factory=list,
+        description="Documents retrieved for this generation (RAG): context for scorers, "
+        "beside the tool results in the output.",
+    )
     agent_name: str | None = None
     # The tools the agent could call, as Chat Completions tool definitions (what the model was
     # sent); tool-call accuracy checks calls against them. Empty: not recorded.

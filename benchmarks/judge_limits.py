@@ -106,6 +106,9 @@ def main() -> None:
     _local("900 deep, 900 wide", wide, answer)
     records = json.dumps([{"id": n, "status": "ok"} for n in range(12_000)])
     _local("12,000 records", records, answer)
+    # The reason quotes the evidence's field as written: found by walking the tool result
+    # again, up to the evidence; here the last record, the walk's worst case.
+    _local("12,000 records, claim on the last", records, "Record 11999 has status ok.")
     numeric = " ".join(f"Item {n} has value {n * 7} and code {n * 13}." for n in range(200))
     _local("200 numeric claims, 130,000 numbers", json.dumps([0] * 130_000), numeric)
     _local("200 numeric claims, 50,000 numbers", json.dumps(list(range(50_000))), numeric)

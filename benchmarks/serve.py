@@ -30,6 +30,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -84,13 +85,21 @@ def judge_server(latency: float) -> Iterator[str]:
         process.wait(10)
 
 
+@dataclass(frozen=True)
+class Service:
+    url: str  # OTLP/HTTP base URL
+    grpc_target: str  # OTLP/gRPC host:port
+    pid: int
+
+
 @contextmanager
-def service(tmp: Path, receiver_url: str, env: dict[str, str], *args: str) -> Iterator[str]:
-    port = free_port()
+def service(tmp: Path, receiver_url: str, env: dict[str, str], *args: str) -> Iterator[Service]:
+    port, grpc_port = free_port(), free_port()
     environment = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     environment.update(env, OTEL_EXPORTER_OTLP_ENDPOINT=receiver_url, PYTHONPATH=str(HERE))
     command = [sys.executable, "-m", "agentscore.cli", "serve", "--port", str(port)]
-    command += ["--scorers", "_serve_scorers:evals", "--queue", str(tmp / f"q{port}.db"), *args]
+    command += ["--scorers", "_serve_scorers:evals", "--queue", str(tmp / f"q{port}.db")]
+    command += ["--grpc-port", str(grpc_port), *args]
     process = subprocess.Popen(command, env=environment, cwd=tmp, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -100,7 +109,7 @@ def service(tmp: Path, receiver_url: str, env: dict[str, str], *args: str) -> It
                 break
             except httpx.TransportError:
                 time.sleep(0.05)
-        yield url
+        yield Service(url, f"127.0.0.1:{grpc_port}", process.pid)
     finally:
         process.kill()
         process.wait(10)
@@ -166,7 +175,8 @@ def ingest(tmp: Path, receiver_url: str, requests: int, synchronous: str) -> flo
     spans = generations(requests * 128)  # 4 spans each: 512 a request
     payloads = bodies(spans, 512)
     env = {"BENCH_SAMPLING": "0"}
-    with service(tmp, receiver_url, env, "--synchronous", synchronous) as url:
+    with service(tmp, receiver_url, env, "--synchronous", synchronous) as running:
+        url = running.url
         post_all(url, payloads[:2])  # warm-up
         started = time.perf_counter()
         post_all(url, payloads[2:])
@@ -181,7 +191,7 @@ def scoring(tmp: Path, receiver_url: str, count: int, workers: int, judge_url: s
     env = {"BENCH_JUDGE_URL": judge_url} if judge_url else {}
     with ExitStack() as stack:
         urls = [
-            stack.enter_context(service(tmp, receiver_url, env, "--max-queue", "1000000"))
+            stack.enter_context(service(tmp, receiver_url, env, "--max-queue", "1000000")).url
             for _ in range(workers)
         ]
         shares: list[list[ReadableSpan]] = [[] for _ in urls]

@@ -15,6 +15,7 @@ class RawReply:
     body: bytes
     content_type: str = "application/json"
     status: int = 200
+    location: str | None = None  # sent as the Location header (a redirect)
 
 
 @dataclass
@@ -22,6 +23,7 @@ class RawServer:
     url: str
     script: list[RawReply]
     requests: list[bytes] = field(default_factory=list)
+    headers: list[dict[str, str]] = field(default_factory=list)  # of every request, GETs too
 
 
 @contextmanager
@@ -37,8 +39,18 @@ def raw_http_server(script: list[RawReply]) -> Iterator[RawServer]:
             body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
             with lock:
                 served.requests.append(body)
+            self._answer()
+
+        def do_GET(self) -> None:  # where a client following a 303 would go
+            self._answer()
+
+        def _answer(self) -> None:
+            with lock:
+                served.headers.append(dict(self.headers.items()))
                 reply = served.script.pop(0) if len(served.script) > 1 else served.script[0]
             self.send_response(reply.status)
+            if reply.location is not None:
+                self.send_header("Location", reply.location)
             self.send_header("Content-Type", reply.content_type)
             self.send_header("Content-Length", str(len(reply.body)))
             self.end_headers()

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import resource as rlimit
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -51,9 +53,11 @@ class ServeProcess:
     process: subprocess.Popen[bytes]
     url: str
     log: Path
+    grpc_target: str  # host:port of OTLP/gRPC ingest ("" when turned off)
+    verify: ssl.SSLContext | bool = True  # trusts the certificate of --ssl-certfile
 
     def health(self) -> dict[str, Any]:
-        return dict(httpx.get(f"{self.url}/healthz", timeout=5).json())
+        return dict(httpx.get(f"{self.url}/healthz", timeout=5, verify=self.verify).json())
 
     def kill(self) -> None:
         self.process.send_signal(signal.SIGKILL)
@@ -76,10 +80,16 @@ def start_serve(
     port: int = 0,
     otel: dict[str, str] | None = None,
     env: dict[str, str] | None = None,
+    nofile: int | None = None,
+    command: list[str] | None = None,
 ) -> ServeProcess:
     """`otel` replaces the default OTEL_* settings (every signal to `receiver`); `env` adds
-    other variables."""
+    other variables; `nofile` sets the service's file descriptor limit (soft and hard);
+    `command` replaces `python -m agentscore.cli serve --scorers tests.serve_scorers:evals`."""
     port = port or free_port()
+    # Never the default 4317: tests (and other services on the machine) run side by side.
+    grpc_port = "" if "--grpc-port" in args else str(free_port())
+    grpc = ("--grpc-port", grpc_port) if grpc_port else ()
     extra = env or {}
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     env.update(otel or {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver})
@@ -91,13 +101,27 @@ def start_serve(
     )
     log = tmp_path / f"serve-{port}.log"
     command = [
-        *(sys.executable, "-m", "agentscore.cli", "serve"),
-        *("--scorers", "tests.serve_scorers:evals", "--port", str(port)),
-        *("--queue", str(tmp_path / "queue.db"), *args),
+        *(command or [sys.executable, "-m", "agentscore.cli", "serve"]),
+        *(() if command else ("--scorers", "tests.serve_scorers:evals")),
+        *("--port", str(port), "--queue", str(tmp_path / "queue.db"), *grpc, *args),
     ]
+    limit = (
+        None if nofile is None else lambda: rlimit.setrlimit(rlimit.RLIMIT_NOFILE, (nofile, nofile))
+    )
     with log.open("ab") as out:
-        process = subprocess.Popen(command, env=env, cwd=tmp_path, stdout=out, stderr=out)
-    serve = ServeProcess(process, f"http://127.0.0.1:{port}", log)
+        process = subprocess.Popen(
+            command, env=env, cwd=tmp_path, stdout=out, stderr=out, preexec_fn=limit
+        )
+    tls = "--ssl-certfile" in args
+    serve = ServeProcess(
+        process,
+        f"{'https' if tls else 'http'}://127.0.0.1:{port}",
+        log,
+        f"127.0.0.1:{grpc_port}" if grpc_port else "",
+        verify=ssl.create_default_context(cafile=args[args.index("--ssl-certfile") + 1])
+        if tls
+        else True,
+    )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if process.poll() is not None:

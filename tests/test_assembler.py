@@ -4,9 +4,12 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 from agentscore.spans import SpanRecord, TraceAssembler
+from agentscore.spans.assembler import span_bytes
+from agentscore.spans.records import MAX_ATTRIBUTE_CHARS
 
 USER = {"role": "user", "parts": [{"type": "text", "content": "Where is order 7?"}]}
 
@@ -192,3 +195,42 @@ def test_hostile_attributes_end_as_unreadable_runs_not_exceptions() -> None:
     for index, attributes in enumerate(hostile, start=10):
         [run] = feed(TraceAssembler(), span(index, None, "hostile", **attributes))
         assert run.read_error is not None, attributes
+
+
+def test_open_traces_are_bounded_in_bytes_and_a_closing_trace_gives_its_bytes_back() -> None:
+    big = "x" * 100_000
+    assembler = TraceAssembler(max_bytes=1_000_000, idle_timeout=5)
+    for trace_id in range(1, 20):  # 19 never-ending traces of about 100 kB each
+        feed(assembler, replace(chat(3, 2, big), trace_id=trace_id))
+    assert 900_000 < assembler.held_bytes <= 1_000_000
+    assert assembler.open_traces == 9
+    assert assembler.dropped_spans == 10  # the spans that did not fit, counted
+    # A root is let in at the bound: it closes its trace and frees what that held.
+    held = assembler.held_bytes
+    [run] = feed(assembler, span(2, None, "root", trace_id=1))
+    assert run.output[-1].content == big
+    assert held - assembler.held_bytes > 100_000
+    assembler.expire(now=10.0)
+    assert assembler.held_bytes == 0 and assembler.open_traces == 0
+
+
+def test_bytes_to_hold_leaves_out_traces_whose_root_comes_along() -> None:
+    assembler = TraceAssembler()
+    open_trace = [span(3, 2, "a", trace_id=1), span(4, 2, "b", trace_id=1)]
+    closing = [span(3, 2, "c", trace_id=2), span(2, None, "root", trace_id=2)]
+    counted = assembler.bytes_to_hold(open_trace + closing)
+    assert counted == assembler.bytes_to_hold(open_trace) > 0
+    feed(assembler, *open_trace, *closing)
+    assert assembler.held_bytes <= counted  # the estimate is what feeding them holds
+
+
+def test_a_text_attribute_longer_than_a_scorer_reads_is_cut_before_it_is_held() -> None:
+    long_answer = chat(3, None, "y" * (MAX_ATTRIBUTE_CHARS + 10))
+    cut = long_answer.cut()
+    assert max(len(str(value)) for value in cut.attributes.values()) == MAX_ATTRIBUTE_CHARS
+    assert span_bytes(cut) < span_bytes(long_answer)
+    short = chat(3, None, "Order 7 shipped.")
+    assert short.cut() is short
+    # The cut JSON reads as plain text, longer than a scorer judges: the run fails there.
+    [run] = feed(TraceAssembler(), cut)
+    assert sum(len(m.content or "") for m in run.output) <= MAX_ATTRIBUTE_CHARS

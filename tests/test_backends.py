@@ -247,25 +247,84 @@ def test_the_agents_content_switch_governs_the_span_and_the_annotation() -> None
             )
 
 
-def test_no_claims_carries_no_score_on_span_log_record_annotation_or_metric() -> None:
-    greeting = ScriptedEndpoint([chat_completion("Hello! How can I help you today?")])
+def runs_by_outcome(reader: InMemoryMetricReader) -> dict[str, int]:
+    data = reader.get_metrics_data()
+    counts: dict[str, int] = {}
+    for resource in data.resource_metrics if data is not None else []:
+        for scope in resource.scope_metrics:
+            for metric in scope.metrics:
+                if metric.name != "agentscore.evaluation.runs":
+                    continue
+                for point in metric.data.data_points:
+                    outcome = str((point.attributes or {})["agentscore.outcome"])
+                    counts[outcome] = counts.get(outcome, 0) + int(point.value)  # type: ignore[union-attr]
+    return counts
+
+
+# A greeting after a tool call has context and states nothing; an answer from no tool, with
+# no context given, has nothing to be checked against.
+@pytest.mark.parametrize(
+    ("script", "status", "explanation"),
+    [
+        (
+            [
+                chat_completion(tool_calls=[("lookup_order", {"order_id": "42"})]),
+                chat_completion("Hello! How can I help you today?"),
+            ],
+            ScoreStatus.NO_CLAIMS,
+            "no claims to check",
+        ),
+        (
+            [chat_completion("Order 42 shipped on May 2 and arrives on May 5.")],
+            ScoreStatus.NO_CONTEXT,
+            "no context to check the output against",
+        ),
+    ],
+)
+def test_a_run_not_judged_carries_no_score_on_span_log_record_annotation_or_metric(
+    script: list[Any], status: ScoreStatus, explanation: str
+) -> None:
     with http_collector() as collector:
-        agent, spans, logs, metrics, _ = traced_agent(greeting, collector, capture_content=False)
+        agent, spans, logs, metrics, _ = traced_agent(
+            ScriptedEndpoint(script), collector, capture_content=False
+        )
         agent.generate_sync("hi")
         assert agent.flush(timeout=30)
     [result] = agent.scores
-    assert result.status is ScoreStatus.NO_CLAIMS
+    assert result.status is status
+    assert result.passed is None and result.label is None
     attributes = evaluation_span_attributes(spans)
     assert "gen_ai.evaluation.score.value" not in attributes
-    assert attributes["gen_ai.evaluation.score.label"] == "no_claims"
+    assert attributes["gen_ai.evaluation.score.label"] == status.value
+    assert attributes["agentscore.score.status"] == status.value
     [record] = logs.get_finished_logs()
     log_attributes = dict(record.log_record.attributes or {})
     assert "gen_ai.evaluation.score.value" not in log_attributes
-    assert log_attributes["gen_ai.evaluation.score.label"] == "no_claims"
+    assert log_attributes["gen_ai.evaluation.score.label"] == status.value
+    assert log_attributes["gen_ai.evaluation.explanation"] == explanation
     [annotation] = collector.received[0].json()["data"]
     assert "score" not in annotation["result"]
-    assert annotation["result"]["label"] == "no_claims"
+    assert annotation["result"]["label"] == status.value
     assert histogram_points(metrics) == 0
+    expected_outcome = "no_context" if status is ScoreStatus.NO_CONTEXT else "scored"
+    assert runs_by_outcome(metrics) == {expected_outcome: 1}
+
+
+async def test_a_run_with_no_context_posts_its_label_and_no_score_to_langfuse() -> None:
+    no_context = RESULT.model_copy(
+        update={
+            "status": ScoreStatus.NO_CONTEXT,
+            "score": None,
+            "passed": None,
+            "label": None,
+            "analyze_step_result": None,
+        }
+    )
+    with http_collector() as collector:
+        await LangfuseScores(collector.url, public_key="p", secret_key="s")(no_context)
+    body = collector.received[0].json()
+    assert (body["dataType"], body["value"]) == ("CATEGORICAL", "no_context")
+    assert body["comment"] == "no context to check the output against"
 
 
 def test_a_scored_run_reaches_the_score_histogram() -> None:

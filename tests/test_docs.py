@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -96,10 +96,18 @@ BLOCKS = [block for path in DOCS for block in python_blocks(path)]
 
 
 class DocsModelServer(BaseHTTPRequestHandler):
-    """An OpenAI-compatible model and an OTLP / Phoenix sink, enough for the docs."""
+    """An OpenAI-compatible model and an OTLP / Phoenix sink, enough for the docs. The OTLP
+    trace requests it receives are kept (protobuf bytes) in `traces`."""
+
+    traces: ClassVar[list[bytes]] = []
 
     def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"] or 0)) or b"{}")
+        raw = self.rfile.read(int(self.headers["Content-Length"] or 0))
+        if self.path.endswith("/v1/traces"):
+            DocsModelServer.traces.append(raw)
+            self._send({})
+            return
+        body = json.loads(raw or b"{}")
         if not self.path.endswith("/chat/completions"):
             self._send({})
             return
@@ -266,6 +274,28 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, An
 def test_every_doc_has_its_python_blocks_found() -> None:
     assert len(BLOCKS) >= 19
     assert sum(block.skipped for block in BLOCKS) <= 2  # fragments stay rare
+
+
+def test_the_agents_sdk_recipe_puts_its_evaluation_on_the_trace_it_exports(
+    outcomes: dict[str, dict[str, Any]],
+) -> None:
+    # Its provider is never made global: the evaluation span must leave through that
+    # provider's own OTLP exporter, in a request naming the recipe's service.
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
+    [recipe] = [b for b in BLOCKS if "OpenAIAgentsInstrumentor" in b.code and not b.skipped]
+    assert outcomes[recipe.name]["error"] is None
+    names: list[str] = []
+    for raw in DocsModelServer.traces:
+        request = ExportTraceServiceRequest.FromString(raw)
+        for resource_spans in request.resource_spans:
+            service = {a.key: a.value.string_value for a in resource_spans.resource.attributes}
+            if service.get("service.name") == "support-agents":
+                names += [s.name for scope in resource_spans.scope_spans for s in scope.spans]
+    assert "evaluation faithfulness" in names
+    assert "support" in names  # the agent span it judges, on the same provider
 
 
 @pytest.mark.parametrize("block", [b for b in BLOCKS if not b.skipped], ids=lambda b: b.name)

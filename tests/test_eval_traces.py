@@ -116,7 +116,7 @@ def test_the_demos_trace_file_is_scored_again_as_the_demo_says(
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(rows) == 6  # the demo's six answers
     statuses = sorted(row["scores"]["faithfulness"]["status"] for row in rows)
-    assert statuses == ["no_claims", *["scored"] * 5]  # "Hi there!" makes no claim
+    assert statuses == ["no_context", *["scored"] * 5]  # "Hi there!" called no tool
     faithfulness = sorted(
         row["scores"]["faithfulness"]["score"]
         for row in rows

@@ -55,7 +55,8 @@ def test_eval_command_keeps_the_key_out_of_results_file_and_output(
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", GROQ_KEY)
     data = tmp_path / "runs.jsonl"
-    data.write_text(json.dumps({"id": "a", "input": "Where?", "output": RUN["output"]}) + "\n")
+    record = {"id": "a", "input": "Where?", "output": RUN["output"], "context": ["Shipped."]}
+    data.write_text(json.dumps(record) + "\n")
     out = tmp_path / "results.jsonl"
     with chat_server(echo_key_401) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)

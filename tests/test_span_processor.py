@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Literal
 
 import pytest
+from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -19,6 +20,7 @@ from agentscore.judges import LocalJudge, OpenAIJudge
 from agentscore.scorers import create_faithfulness_scorer
 from agentscore.spans import ScoringSpanProcessor
 from agentscore.testing import ScriptedEndpoint, chat_completion
+from tests.conftest import Otel
 
 ORDER = {"order": "1042", "status": "shipped", "carrier": "UPS"}
 ANSWER = "Order 1042 shipped with UPS."
@@ -28,7 +30,13 @@ WRONG = "Order 1042 shipped with FedEx."
 class Pipeline:
     """A TracerProvider as an application sets one up, with the scoring processor added."""
 
-    def __init__(self, judge: Any = None, **processor_options: Any) -> None:
+    def __init__(
+        self,
+        judge: Any = None,
+        *,
+        telemetry: Telemetry | Literal["own"] | None = "own",
+        **processor_options: Any,
+    ) -> None:
         self.exporter = InMemorySpanExporter()
         self.provider = TracerProvider()
         self.scores: list[ScoreResult] = []
@@ -37,7 +45,8 @@ class Pipeline:
             scorers=[create_faithfulness_scorer(judge or LocalJudge())],
             runner=self.runner,
             on_score=self.scores.append,
-            telemetry=Telemetry(tracer_provider=self.provider),
+            # None: evaluations go through the provider the processor is attached to.
+            telemetry=Telemetry(tracer_provider=self.provider) if telemetry == "own" else telemetry,
         )
         self.processor = ScoringSpanProcessor(self.evals, **processor_options)
         self.provider.add_span_processor(self.processor)
@@ -219,6 +228,40 @@ def test_a_hand_written_loop_is_scored_once_on_its_final_chat_span() -> None:
     assert [m.role for m in score.output] == ["assistant", "tool", "assistant"]
 
 
+def test_evaluations_go_through_the_provider_the_processor_is_attached_to(otel: Otel) -> None:
+    pipeline = Pipeline(telemetry=None)  # a provider of its own, never made global
+    _, final = hand_written_loop(pipeline, ANSWER)
+    [score] = pipeline.settle()
+    assert score.score == 1.0
+    [evaluation] = pipeline.evaluation_spans()
+    assert evaluation.parent is not None
+    assert evaluation.parent.span_id == final.get_span_context().span_id
+    assert evaluation.attributes is not None
+    assert evaluation.attributes["gen_ai.evaluation.score.value"] == 1.0
+    assert evaluation.resource == final.resource
+    assert not [s for s in otel.spans.get_finished_spans() if s.name.startswith("evaluation")]
+
+
+def test_a_span_of_another_sdk_leaves_evaluations_on_the_global_provider() -> None:
+    from opentelemetry.trace import INVALID_SPAN
+
+    pipeline = Pipeline(telemetry=None)
+    pipeline.processor.on_start(INVALID_SPAN)  # type: ignore[arg-type]
+    assert pipeline.processor._telemetry is None
+
+
+def test_evals_telemetry_wins_over_the_provider_the_processor_is_attached_to() -> None:
+    elsewhere = InMemorySpanExporter()
+    named = TracerProvider()
+    named.add_span_processor(SimpleSpanProcessor(elsewhere))
+    pipeline = Pipeline(telemetry=Telemetry(tracer_provider=named))
+    hand_written_loop(pipeline, ANSWER)
+    [score] = pipeline.settle()
+    assert score.score == 1.0
+    assert not pipeline.evaluation_spans()
+    assert [s.name for s in elsewhere.get_finished_spans()] == ["evaluation faithfulness"]
+
+
 def test_tool_results_come_from_execute_tool_spans_when_messages_lack_them() -> None:
     pipeline = Pipeline()
     tracer = pipeline.provider.get_tracer("app")
@@ -317,7 +360,7 @@ def test_a_trace_whose_root_never_ends_is_read_after_the_idle_timeout() -> None:
         time.sleep(0.05)
     root.end()
     assert len(deadline_scores) == 1
-    assert deadline_scores[0].status == "no_claims"
+    assert deadline_scores[0].status == "no_context"  # a greeting, and no tool was called
 
 
 def test_a_full_queue_drops_and_counts_spans_without_raising() -> None:
@@ -391,3 +434,36 @@ def test_traces_no_scorer_samples_are_left_in_on_end_and_the_rest_scored() -> No
     expected = {f"{t:032x}" for t in trace_ids if sampled(0.5, sample_point(f"{t:032x}", ""))}
     assert len(expected) == 2  # (2**63 - 1) / 2**64 rounds to one half: not sampled, in both
     assert {score.trace_id for score in scores} == expected
+
+
+def test_open_traces_past_the_byte_budget_are_dropped_and_counted() -> None:
+    pipeline = Pipeline(max_open_bytes=1_000_000, idle_timeout=0.2)
+    tracer = pipeline.provider.get_tracer("app")
+    roots = []
+    for index in range(20):  # 20 requests still running, each with a 100 kB model call
+        root = tracer.start_span(f"request {index}")
+        roots.append(root)
+        with (
+            trace.use_span(root),
+            tracer.start_as_current_span(
+                "chat gpt-x",
+                attributes={
+                    "gen_ai.operation.name": "chat",
+                    "gen_ai.input.messages": json.dumps(
+                        [{"role": "user", "parts": [{"type": "text", "content": "Hi"}]}]
+                    ),
+                    "gen_ai.output.messages": parts("Hello. " + "x" * 100_000),
+                },
+            ),
+        ):
+            pass
+    assert pipeline.processor.force_flush(5_000)
+    held = pipeline.processor._assembler.held_bytes
+    dropped = pipeline.processor.dropped_spans
+    for root in roots:
+        root.end()
+    assert held <= 1_000_000
+    assert 5 <= dropped <= 15  # about half did not fit, and were counted
+    # Those that fit were read once their roots ended; the rest are gone, counted above.
+    scores = pipeline.settle()
+    assert len(scores) == 20 - dropped

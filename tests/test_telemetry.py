@@ -266,3 +266,23 @@ def test_dropped_runs_are_counted_in_metrics(otel: Otel) -> None:
         and point.attributes.get("gen_ai.evaluation.name") == "hallucination-dropped"
     )
     assert counted == dropped
+
+
+@pytest.mark.parametrize("capture", [False, True])
+def test_the_evaluation_spans_input_and_output_are_the_answer_and_the_verdict(
+    otel: Otel, capture: bool
+) -> None:
+    result, _ = run_agent(judge_endpoint(), capture_content=capture)
+    [evaluation] = by_name(otel.spans.get_finished_spans())["evaluation hallucination"]
+    attributes = dict(evaluation.attributes or {})
+    output = json.loads(str(attributes["output.value"]))
+    assert attributes["output.mime_type"] == "application/json"
+    assert output["score"] == attributes["gen_ai.evaluation.score.value"]
+    assert output["label"] == attributes["gen_ai.evaluation.score.label"]
+    assert output["explanation"] == attributes["gen_ai.evaluation.explanation"]
+    if capture:
+        assert attributes["input.value"] == result.text == ORDER_ANSWER
+        assert output["explanation"].startswith("The score is 0")
+    else:  # the answer is content: only the verdict counts go out
+        assert "input.value" not in attributes
+        assert output["explanation"].endswith("0 contradicted, 0 unverifiable")

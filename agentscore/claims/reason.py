@@ -8,7 +8,10 @@ from agentscore.claims.protocol import ClaimMode, Verdict, VerdictItem
 
 __all__ = ["compose_reason", "quote"]
 
-_QUOTE_CHARS = 100
+# Enough to be read alone: a claim is a sentence, and a reason names the evidence it rests
+# on (a field and its value, or a sentence of up to 160 characters) after saying why.
+_CLAIM_CHARS = 200
+_REASON_CHARS = 320
 _QUOTES_PER_GROUP = 3
 
 
@@ -73,11 +76,18 @@ def quote(items: Sequence[tuple[str, str]]) -> str:
 
 
 def _quote_one(text: str, reason: str) -> str:
-    text = text if len(text) <= _QUOTE_CHARS else text[:_QUOTE_CHARS] + "…"
-    reason = reason.strip()
-    if len(reason) > _QUOTE_CHARS:
-        reason = reason[:_QUOTE_CHARS] + "…"
+    text = _clip(text.strip(), _CLAIM_CHARS)
+    # Its own full stop would stand before the group's: `(... UPS").).`
+    reason = _clip(reason.strip().removesuffix("."), _REASON_CHARS)
     return f'"{text}" ({reason})' if reason else f'"{text}"'
+
+
+def _clip(text: str, limit: int) -> str:
+    """`text` cut at the last word boundary within `limit`, never inside a word."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(" ", 1)[0] if " " in text[:limit] else text[:limit]
+    return cut.rstrip(" ,;:") + "…"
 
 
 def _pairs(items: Sequence[VerdictItem]) -> list[tuple[str, str]]:

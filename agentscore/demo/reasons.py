@@ -48,6 +48,8 @@ def _summary(result: ScoreResult) -> str:
         return f"failed: {result.error.type if result.error else 'unknown error'}"
     if result.status.value == "no_claims":
         return "not scored: no claims to check"
+    if result.status.value == "no_context":
+        return "not scored: no context to check against"
     return f"{result.score:.2f} {result.label or ''}".rstrip()
 
 

@@ -103,9 +103,12 @@ def run_demo(model: str | None = None, judge: str | None = None, *, reasons: boo
             )
         )
     stats = agent.runner.stats()
+    # The runner counts a run with no context among those that finished ("scored").
+    no_context = sum(1 for score in scores.values() if score.status.value == "no_context")
     print(
-        f"\n{len(QUESTIONS)} answers in {generated:.2f}s; scorer runs: {stats.scored} scored, "
-        f"{stats.failed} failed, {stats.dropped} dropped, {stats.pending} pending"
+        f"\n{len(QUESTIONS)} answers in {generated:.2f}s; scorer runs: "
+        f"{stats.scored - no_context} scored, {no_context} no context, {stats.failed} failed, "
+        f"{stats.dropped} dropped, {stats.pending} pending"
     )
     for (run_id, scorer_id), score in sorted(scores.items()):
         if score.status.value == "failed" and score.error is not None:
@@ -121,11 +124,15 @@ def run_demo(model: str | None = None, judge: str | None = None, *, reasons: boo
 def _cell(result: ScoreResult | None) -> str:
     if result is None:
         return "missing"
-    if result.score is None:
+    if result.failed:
         return f"failed ({result.error.type if result.error else '?'})"
+    # A run with nothing judged has no score: a dash, never a 0.00 that reads as a verdict.
+    if result.status.value == "no_claims":
+        return "- (no claims)"
+    if result.status.value == "no_context":
+        return "- (no context)"
     label = f" {result.label}" if result.label else ""
-    note = " (no claims)" if result.status.value == "no_claims" else ""
-    return f"{result.score:.2f}{label}{note}"
+    return f"{result.score:.2f}{label}"
 
 
 def _clip(text: str, width: int) -> str:

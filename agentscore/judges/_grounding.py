@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from agentscore.judges._grounding_json import Record, context_sentences, related
+from agentscore.judges._grounding_json import Record, context_sentences, json_fields, related
 from agentscore.judges._grounding_lexicon import (
     DETERMINERS,
     SPECULATIVE,
@@ -117,8 +117,34 @@ def check_claims(
 ) -> list[ClaimCheck]:
     """One verdict per claim, in order. See the module doc for what yes / no / unsure mean."""
     prepared = _prepare(context)
-    return [_check(claim if isinstance(claim, str) else str(claim), prepared, mode)
-            for claim in claims]  # fmt: skip
+    checks = [_check(claim if isinstance(claim, str) else str(claim), prepared, mode)
+              for claim in claims]  # fmt: skip
+    return _with_quotes(checks, context)
+
+
+def _with_quotes(checks: list[ClaimCheck], context: Sequence[str]) -> list[ClaimCheck]:
+    """Each reason ends with the evidence it rests on, readable alone: a tool result's line
+    as its field and value (`result.eta: 2026-11-24`), prose as its sentence."""
+    wanted = {check.evidence for check in checks if check.evidence is not None}
+    if not wanted:
+        return checks
+    fields: dict[str, str] = {}
+    for item in context:
+        fields.update(
+            json_fields(item if isinstance(item, str) else str(item), wanted - fields.keys())
+        )
+    quoted = []
+    for check in checks:
+        if check.evidence is None:
+            quoted.append(check)
+            continue
+        shown = fields.get(check.evidence, check.evidence)
+        shown = shown if len(shown) <= _QUOTE else shown[: _QUOTE - 1] + "…"
+        label = "relied on" if check.verdict != "unsure" else "closest sentence"
+        reason = f'{check.reason} ({label}: "{shown}").'
+        quoted.append(ClaimCheck(check.claim, check.verdict, reason, check.evidence,
+                                 check.confidence))  # fmt: skip
+    return quoted
 
 
 # --- preparation ----------------------------------------------------------------------------
@@ -256,9 +282,8 @@ def _check(claim: str, context: _Context, mode: Mode) -> ClaimCheck:
 def _verdict(
     claim: str, verdict: Verdict, why: str, evidence: Parsed, confidence: float = UNDECIDED
 ) -> ClaimCheck:
-    quote = evidence.text if len(evidence.text) <= _QUOTE else evidence.text[: _QUOTE - 1] + "…"
-    label = "relied on" if verdict != "unsure" else "closest sentence"
-    return ClaimCheck(claim, verdict, f'{why} ({label}: "{quote}").', evidence.text, confidence)
+    # The quote of the evidence is added once every claim is checked (see _with_quotes).
+    return ClaimCheck(claim, verdict, why, evidence.text, confidence)
 
 
 def _align(claim: Parsed, context: _Context) -> _Alignment:

@@ -11,11 +11,12 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections.abc import Collection, Iterator
 
 from agentscore.judges._grounding_lexicon import KEY_WORDS
 from agentscore.judges._grounding_text import split_sentences
 
-__all__ = ["MAX_PATH_KEYS", "Record", "context_sentences", "related"]
+__all__ = ["MAX_PATH_KEYS", "Record", "context_sentences", "json_fields", "related"]
 
 # Keys of a leaf's path kept in its line, the outermost half and the nearest half: the
 # outer ones name the whole ("result"), the nearest the value. Tool results nest far less.
@@ -53,6 +54,28 @@ def context_sentences(item: str) -> list[tuple[str, Record | None]]:
     return [(sentence, None) for sentence in split_sentences(item)]
 
 
+def json_fields(item: str, wanted: Collection[str]) -> dict[str, str]:
+    """The `wanted` lines `context_sentences` read from a JSON item, each as the field and
+    value it came from (`result.eta: 2026-11-24`), so that a reason quotes what a reader
+    finds in the tool result; {} for prose. Stops once every wanted line is found."""
+    stripped = item.strip()
+    if not wanted or stripped[:1] not in ("{", "["):
+        return {}
+    try:
+        data = json.loads(stripped)
+    except (ValueError, RecursionError):
+        return {}
+    fields: dict[str, str] = {}
+    for path, value, _, keys in _walk(data, {}, with_keys=True):
+        for sentence in split_sentences(value) or [value]:
+            line = f"{path} {sentence}".strip()
+            if line in wanted and line not in fields:
+                fields[line] = f"{keys}: {sentence}" if keys else sentence
+                if len(fields) == len(wanted):
+                    return fields
+    return fields
+
+
 def related(a: Record, b: Record) -> bool:
     """One record is the other or contains it (its words describe the other as a whole)."""
     return a[0] < b[1] and b[0] < a[1]
@@ -76,31 +99,56 @@ def _extend(path: tuple[str, ...], name: str) -> tuple[str, ...]:
 
 def _json_leaves(data: object) -> list[tuple[str, str, Record]]:
     """(path, value, record) per leaf, in document order."""
-    leaves: list[tuple[str, str, int]] = []
     ends: dict[int, int] = {}
+    leaves = list(_walk(data, ends, with_keys=False))
+    return [(path, text, (owner, ends[owner])) for path, text, owner, _ in leaves]
+
+
+def _walk(
+    data: object, ends: dict[int, int], *, with_keys: bool
+) -> Iterator[tuple[str, str, int, str]]:
+    """(path, value, number of the enclosing object, keys) per leaf, in document order;
+    `ends` gets each object's end (see Record) as the walk passes it. `keys` is the leaf's
+    field as written (`result.items[0].eta`, its last MAX_PATH_KEYS parts) when
+    `with_keys`, else ""."""
     count = 0
-    # Entries are (value, path, number of the enclosing object); a bare number marks the end
-    # of that object's descendants.
-    stack: list[tuple[object, tuple[str, ...], int] | int] = [(data, (), _ROOT)]
+    # Entries are (value, path, keys, number of the enclosing object); a bare number marks
+    # the end of that object's descendants.
+    stack: list[tuple[object, tuple[str, ...], tuple[str, ...], int] | int] = [
+        (data, (), (), _ROOT)
+    ]
     while stack:
         top = stack.pop()
         if isinstance(top, int):
             ends[top] = count
             continue
-        value, path, owner = top
+        value, path, keys, owner = top
         if isinstance(value, dict):
             number, count = count, count + 1
             stack.append(number)
             children = [
-                (child, _extend(path, name) if name else path, number)
+                (
+                    child,
+                    _extend(path, name) if name else path,
+                    (*keys[1 - MAX_PATH_KEYS :], str(key)) if with_keys else keys,
+                    number,
+                )
                 for key, child in value.items()
                 for name in (_key_words(str(key)),)
             ]
             stack.extend(reversed(children))
+        elif isinstance(value, list) and with_keys:
+            stack.extend(
+                (child, path, _indexed(keys, index), owner)
+                for index, child in reversed(list(enumerate(value)))
+            )
         elif isinstance(value, list):
-            stack.extend((child, path, owner) for child in reversed(value))
+            stack.extend((child, path, keys, owner) for child in reversed(value))
         else:
             text = "none" if value is None else str(value)
-            leaves.append((" ".join(path), text, owner))
+            yield " ".join(path), text, owner, ".".join(keys)
     ends[_ROOT] = count
-    return [(path, text, (owner, ends[owner])) for path, text, owner in leaves]
+
+
+def _indexed(keys: tuple[str, ...], index: int) -> tuple[str, ...]:
+    return (*keys[:-1], f"{keys[-1]}[{index}]") if keys else (f"[{index}]",)

@@ -30,12 +30,7 @@ from agentscore.claims.protocol import (
     VerifyPayload,
 )
 from agentscore.claims.reason import compose_reason
-from agentscore.context import (
-    ContextParams,
-    GetContext,
-    extract_tool_results,
-    format_tool_result,
-)
+from agentscore.context import ContextParams, GetContext, found_context
 from agentscore.errors import ConfigurationError, InputTooLargeError
 from agentscore.judges.base import JudgeRequest
 from agentscore.judges.resolve import JudgeLike
@@ -125,6 +120,8 @@ class _CommonSteps:
 
     @on_loop
     def generate_score(self, params: StepParams) -> Score:
+        if params.state.get("no_context"):
+            return Score(status="no_context")
         verdicts: list[VerdictItem] = params.state["verdicts"]
         if not verdicts:
             return Score(0.0, status="no_claims")
@@ -151,6 +148,7 @@ class _CommonSteps:
             params, options.context, options.get_context, step, user_facts=options.user_facts
         )
         params.state["context"] = context
+        params.state["no_context"] = not context
         return context
 
 
@@ -161,6 +159,8 @@ class _OneCallSteps(_CommonSteps):
             params.state["verdicts"] = []
             return self.claims_shape([])
         context = await self.resolve_context(params, "analyze")
+        if not context:
+            return None  # nothing to judge against: no judge call
         reply = await params.ask(
             JudgeRequest(
                 task=Task.VERIFY,
@@ -184,7 +184,9 @@ class _OneCallSteps(_CommonSteps):
         return self.claims_shape([item.claim for item in reply.claims])
 
     @on_loop
-    def analyze(self, params: StepParams) -> dict[str, Any]:
+    def analyze(self, params: StepParams) -> dict[str, Any] | None:
+        if params.state.get("no_context"):
+            return None
         return _verdicts_shape(params.state["verdicts"])
 
     @on_loop
@@ -216,11 +218,13 @@ class _StepwiseSteps(_CommonSteps):
         params.state["claims"] = claims
         return self.claims_shape(claims)
 
-    async def analyze(self, params: StepParams) -> dict[str, Any]:
+    async def analyze(self, params: StepParams) -> dict[str, Any] | None:
         claims: list[str] = params.state["claims"]
         verdicts: list[VerdictItem] = []
         if claims:
             context = await self.resolve_context(params, "analyze")
+            if not context:
+                return None  # nothing to judge against: no verdict call
             reply = await params.ask(
                 JudgeRequest(
                     task=Task.ANALYZE,
@@ -306,7 +310,8 @@ async def resolve_context(
     *,
     user_facts: bool,
 ) -> list[str]:
-    """`get_context` wins over static `context`; with neither, the run's tool results."""
+    """`get_context` wins over static `context`; with neither, the run's tool results and
+    retrieved documents. Empty when none of them gives any."""
     raw: object
     if get_context is not None:
         request = ContextParams(
@@ -320,8 +325,12 @@ async def resolve_context(
     elif context is not None:
         raw = context
     else:
-        raw = [format_tool_result(result) for result in extract_tool_results(params.run.output)]
+        raw = found_context(params.run)
     chunks = _as_chunks(raw)
+    if not chunks:
+        # No source gave any: the run ends as no_context. The user's own words alone are
+        # not a source; against them every other claim would read as invented.
+        return []
     if user_facts:
         chunks.extend(chunk for chunk in _user_facts(params) if chunk not in chunks)
     size = sum(len(chunk) for chunk in chunks)

@@ -35,6 +35,7 @@ from agentscore.telemetry.core import scoring_scope
 
 __all__ = [
     "DEFAULT_SYSTEM_PROMPT",
+    "NO_CONTEXT_REASON",
     "JudgePrompt",
     "Score",
     "Scorer",
@@ -58,10 +59,21 @@ DEFAULT_SYSTEM_PROMPT = (
 
 @dataclass(frozen=True, slots=True)
 class Score:
-    """What `generate_score` may return instead of a bare float, to report "no_claims"."""
+    """What `generate_score` may return instead of a bare float: "no_claims" when the output
+    states nothing to judge, "no_context" when the scorer needs context and the run has none
+    (the value is then ignored: such a run has no score)."""
 
-    value: float
-    status: Literal["scored", "no_claims"] = "scored"
+    value: float = 0.0
+    status: Literal["scored", "no_claims", "no_context"] = "scored"
+
+
+NO_CONTEXT_REASON = "Not scored: there is no context to check the output against."
+# Logged once per scorer, not per run: a scorer without context lacks it on every run.
+_NO_CONTEXT_HINT = (
+    "give it context: context=[...] or get_context=... on the scorer, tool results in the "
+    "run's output, or retrieved documents (Evals.submit(documents=...), or retriever spans "
+    "in the trace)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +164,7 @@ class Scorer:
         )
         self._generate_score = generate_score
         self._generate_reason = generate_reason
+        self._warned_no_context = False
 
     def __repr__(self) -> str:
         return f"<Scorer {self.id!r} judge={self.judge.model_name!r}>"
@@ -208,6 +221,8 @@ class Scorer:
         params.step = "generate_score"
         outcome = await call_user(self._generate_score, params)
         value, status = _score_value(outcome)
+        if status is ScoreStatus.NO_CONTEXT:
+            return self._no_context_result(params)
         if not math.isfinite(value):
             raise ValueError(f"generate_score returned a non-finite score: {value!r}")
         value = self._apply_strict_mode(min(max(value, 0.0), self.scale))
@@ -236,6 +251,28 @@ class Scorer:
             analyze_step_result=params.results.get("analyze_step_result"),
             analyze_prompt=params.prompts.get("analyze"),
             generate_reason_prompt=params.prompts.get("generate_reason"),
+            judge_usage=params.usage,
+        )
+
+    def _no_context_result(self, params: StepParams) -> ScoreResult:
+        """Nothing was judged: no score, no pass or fail, and a reason that says why."""
+        if not self._warned_no_context:
+            self._warned_no_context = True
+            _log.warning(
+                "scorer_has_no_context",
+                scorer_id=self.id,
+                run_id=params.run.run_id,
+                hint=_NO_CONTEXT_HINT,
+            )
+        return ScoreResult(
+            **self._identity(params.run),
+            status=ScoreStatus.NO_CONTEXT,
+            reason=NO_CONTEXT_REASON if self.include_reason else None,
+            context=params.state.get("context"),
+            preprocess_step_result=params.results.get("preprocess_step_result"),
+            preprocess_prompt=params.prompts.get("preprocess"),
+            analyze_step_result=params.results.get("analyze_step_result"),
+            analyze_prompt=params.prompts.get("analyze"),
             judge_usage=params.usage,
         )
 

@@ -2,7 +2,9 @@
 
 A request is answered 200 only once its generations are committed to the queue. A full queue
 (or a draining service) answers 503 with Retry-After, which OTLP exporters retry, so memory
-stays bounded and nothing accepted is lost.
+stays bounded and nothing accepted is lost. With an ingest token set, a request without it is
+answered 401 before its body is read. A reply sent before the body was read whole closes the
+connection, so an unread body never becomes the next request.
 """
 
 from __future__ import annotations
@@ -14,9 +16,10 @@ from typing import Any
 import anyio
 import structlog
 
+from agentscore.serve.auth import bearer_allowed
 from agentscore.serve.forward import ForwardError, forward
 from agentscore.serve.health import ServiceHealth
-from agentscore.serve.ingest import Ingestor
+from agentscore.serve.ingest import Ingestor, OverBudget
 from agentscore.serve.otlp import OtlpDecodeError, decode_traces, success_response
 from agentscore.serve.queue import SqliteQueue
 from agentscore.serve.stats import ServiceStats
@@ -46,8 +49,11 @@ class ServeApp:
         retry_after: int = 5,
         on_startup: Callable[[], None] = lambda: None,
         on_shutdown: Callable[[], None] = lambda: None,
+        on_drain: Callable[[float], None] = lambda timeout: None,
         forward_to: str | None = None,
         forward_headers: Mapping[str, str] | None = None,
+        ingest_token: bytes | None = None,
+        body_timeout: float = 30.0,
     ) -> None:
         self._ingestor = ingestor
         self._queue = queue
@@ -60,7 +66,15 @@ class ServeApp:
         self._on_shutdown = on_shutdown
         self._forward_to = forward_to
         self._forward_headers = dict(forward_headers or {})
+        self.ingest_token = ingest_token
+        self._body_timeout = body_timeout
+        self._on_drain = on_drain
         self.draining = False
+
+    def drain(self, timeout: float) -> None:
+        """Answer ingest 503 from now on and score what is due for up to `timeout` seconds."""
+        self.draining = True
+        self._on_drain(timeout)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -87,38 +101,56 @@ class ServeApp:
         elif path == "/healthz" and method == "GET":
             await _reply(send, 200, self._health_report())
         elif path == "/readyz" and method == "GET":
-            ready = not self.draining and self._queue.depth < self.max_queue
+            ready = self.refusal() is None
             await _reply(send, 200 if ready else 503, {"ready": ready})
         else:
             await _reply(send, 404, {"error": f"no route {method} {path}"})
 
     async def _traces(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.draining or self._queue.depth >= self.max_queue:
+        if not bearer_allowed(self.ingest_token, _authorization(scope)):
+            self._stats.add("requests_unauthorized")
+            await _reply(send, 401, {"error": "missing or wrong bearer token"}, unread=True)
+            return
+        reason = self.refusal(_content_length(scope))
+        if reason is not None:
             self._stats.add("requests_rejected")
-            reason = "draining" if self.draining else "queue full"
-            await _reply(send, 503, {"error": reason}, retry_after=self._retry_after)
+            await _reply(send, 503, {"error": reason}, retry_after=self._retry_after, unread=True)
             return
-        body = await _read_body(receive, self._max_body)
-        if body is None:
-            await _reply(send, 413, {"error": f"body over {self._max_body} bytes"})
+        headers = _text_headers(scope)
+        if headers is None:
+            await _reply(send, 400, {"error": "a header value is not ASCII"}, unread=True)
             return
-        headers = {key.decode().lower(): value.decode() for key, value in scope["headers"]}
+        body = b""
+        with anyio.move_on_after(self._body_timeout) as reading:
+            try:
+                body = await _read_body(receive, self._max_body)
+            except _Disconnected:
+                return  # nobody to answer; a part of a body is never read as a whole one
+            except _TooLarge:
+                await _reply(send, 413, {"error": f"body over {self._max_body} bytes"}, unread=True)
+                return
+        if reading.cancelled_caught:
+            self._stats.add("requests_timed_out")
+            error = f"body not sent within {self._body_timeout:g} s"
+            await _reply(send, 408, {"error": error}, unread=True)
+            return
+        await self._accept(body, headers, send)
+
+    async def _accept(self, body: bytes, headers: Mapping[str, str], send: Send) -> None:
         content_type = headers.get("content-type", "application/x-protobuf")
         encoding = headers.get("content-encoding", "")
         try:
-            spans = decode_traces(body, content_type, encoding, max_size=self._max_body)
-            if self._forward_to is not None:
-                await anyio.to_thread.run_sync(
-                    forward,
-                    self._forward_to,
-                    body,
-                    content_type,
-                    encoding,
-                    self._forward_headers,
-                )
-            await anyio.to_thread.run_sync(self._ingestor.ingest, spans)
+            await anyio.to_thread.run_sync(self.take, body, content_type, encoding)
         except OtlpDecodeError as exc:
             await _reply(send, 400, {"error": str(exc)})
+            return
+        except OverBudget as exc:
+            if exc.never:
+                await _reply(send, 413, {"error": str(exc)})
+                return
+            self._stats.add("requests_rejected")
+            error = {"error": "open traces full"}
+            await _reply(send, 503, error, retry_after=self._retry_after)
             return
         except ForwardError as exc:
             self._stats.add("forward_failures")
@@ -131,6 +163,41 @@ class ServeApp:
         payload, media = success_response(content_type)
         await _send(send, 200, payload, media)
 
+    @property
+    def max_body(self) -> int:
+        """The largest request it reads, in bytes once decompressed (gRPC's bound too)."""
+        return self._max_body
+
+    @property
+    def retry_after(self) -> int:
+        """Seconds a refused exporter is asked to wait (Retry-After, gRPC RetryInfo)."""
+        return self._retry_after
+
+    def refusal(self, incoming: int = 0) -> str | None:
+        """Why a request of `incoming` bytes would be refused unread now, if it would. (Its
+        declared size stands for what it would hold: reading and decoding requests that
+        cannot fit costs memory that the allocator does not give back.)"""
+        if self.draining:
+            return "draining"
+        if self._queue.depth >= self.max_queue:
+            return "queue full"
+        budget = self._ingestor.open_bytes_limit
+        held = self._ingestor.open_trace_bytes
+        if held >= budget or (incoming <= budget and held + incoming > budget):
+            return "open traces full"  # one larger than the whole budget is read, to get 413
+        return None
+
+    def take(self, body: bytes, content_type: str, encoding: str) -> None:
+        """Read one OTLP trace export, forward it, and commit its generations to disk; any
+        transport (OTLP/HTTP here, OTLP/gRPC in `grpc_ingest`) answers OK only after this
+        returns. Raises OtlpDecodeError (never worth a retry), OverBudget, ForwardError, or
+        what the disk raised."""
+        spans = decode_traces(body, content_type, encoding, max_size=self._max_body)
+        if self._forward_to is not None:
+            self._ingestor.check_room(spans)
+            forward(self._forward_to, body, content_type, encoding, self._forward_headers)
+        self._ingestor.ingest(spans)
+
     def _health_report(self) -> dict[str, Any]:
         # Degraded is still 200: the service keeps taking work, which waits on disk.
         problems = self._health.snapshot()
@@ -140,28 +207,72 @@ class ServeApp:
             "problems": problems,
             "queue_depth": self._queue.depth,
             "pending_jobs": self._queue.pending_jobs,
+            "open_trace_bytes": self._ingestor.open_trace_bytes,
             **self._stats.snapshot(),
         }
 
 
-async def _read_body(receive: Receive, limit: int) -> bytes | None:
+class _Disconnected(Exception):
+    """The client left before its body was read whole."""
+
+
+class _TooLarge(Exception):
+    """The body goes past the size limit."""
+
+
+def _authorization(scope: Scope) -> bytes | None:
+    """The one Authorization value; two are as good as none (which one would count?)."""
+    values = [value for key, value in scope["headers"] if key.lower() == b"authorization"]
+    return values[0] if len(values) == 1 else None
+
+
+def _content_length(scope: Scope) -> int:
+    for key, value in scope["headers"]:
+        if key.lower() == b"content-length" and value.isdigit():
+            return int(value)
+    return 0
+
+
+def _text_headers(scope: Scope) -> dict[str, str] | None:
+    """The headers as text, or None when a value is not ASCII (a 400, not a traceback)."""
+    try:
+        return {
+            key.decode("ascii").lower(): value.decode("ascii") for key, value in scope["headers"]
+        }
+    except UnicodeDecodeError:
+        return None
+
+
+async def _read_body(receive: Receive, limit: int) -> bytes:
     chunks: list[bytes] = []
     size = 0
     while True:
         message = await receive()
+        if message["type"] == "http.disconnect":
+            raise _Disconnected
         chunk = message.get("body", b"")
         size += len(chunk)
         if size > limit:
-            return None
+            raise _TooLarge
         chunks.append(chunk)
         if not message.get("more_body", False):
             return b"".join(chunks)
 
 
 async def _reply(
-    send: Send, status: int, body: dict[str, Any], *, retry_after: int | None = None
+    send: Send,
+    status: int,
+    body: dict[str, Any],
+    *,
+    retry_after: int | None = None,
+    unread: bool = False,
 ) -> None:
+    """`unread`: the request body was not read whole, so the connection cannot carry on."""
     extra = [(b"retry-after", str(retry_after).encode())] if retry_after is not None else []
+    if unread:
+        extra.append((b"connection", b"close"))
+    if status == 401:
+        extra.append((b"www-authenticate", b"Bearer"))
     await _send(send, status, json.dumps(body).encode(), "application/json", extra)
 
 

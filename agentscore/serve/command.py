@@ -20,7 +20,13 @@ def add_serve_command(commands: Any) -> None:
     )
     serve.add_argument("--scorers", required=True, help="MODULE:ATTR, an Evals or scorer list")
     serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=4318)
+    serve.add_argument("--port", type=int, default=4318, help="OTLP/HTTP")
+    serve.add_argument(
+        "--grpc-port",
+        type=_port_or_off,
+        default=4317,
+        help="OTLP/gRPC (the Collector's loadbalancing exporter speaks it); 'off' for none",
+    )
     serve.add_argument("--queue", default="agentscore-queue.db", help="SQLite queue file")
     serve.add_argument("--max-queue", type=int, default=100_000, help="rows before 503")
     serve.add_argument("--concurrency", type=int, default=16, help="jobs scored at once")
@@ -36,13 +42,65 @@ def add_serve_command(commands: Any) -> None:
         help="also pass every received request on unchanged to this OTLP/HTTP traces URL",
     )
     serve.add_argument(
+        "--ingest-token-file",
+        metavar="PATH",
+        help="file holding the bearer token ingest requests must carry "
+        "(or set AGENTSCORE_INGEST_TOKEN)",
+    )
+    serve.add_argument("--ssl-certfile", metavar="PATH", help="serve HTTPS with this certificate")
+    serve.add_argument("--ssl-keyfile", metavar="PATH", help="the certificate's private key")
+    serve.add_argument(
+        "--header-timeout", type=float, default=10.0, help="seconds to send headers (408)"
+    )
+    serve.add_argument(
+        "--body-timeout", type=float, default=30.0, help="seconds to send the body (408)"
+    )
+    serve.add_argument("--max-connections", type=int, default=1000, help="open connections at most")
+    serve.add_argument(
+        "--max-open-trace-bytes",
+        type=_bytes,
+        metavar="BYTES",
+        help="what open traces may hold, in memory and on disk, before 503 "
+        "(e.g. 268435456, 256MiB, 1GiB; default 256MiB)",
+    )
+    serve.add_argument(
         "--jsonl",
         default="agentscore-evaluations.jsonl",
         help="where evaluations go when no OTEL_EXPORTER_OTLP_* endpoint is set",
     )
+    serve.add_argument(
+        "--capture-content",
+        action="store_true",
+        help="put the evaluated answer and the judge's reasons on evaluations "
+        "(also OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true)",
+    )
+
+
+def _port_or_off(value: str) -> int | None:
+    if value.strip().lower() == "off":
+        return None
+    try:
+        port = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a port number or 'off', not {value!r}") from None
+    if not 0 < port < 65536:
+        raise argparse.ArgumentTypeError(f"a port number or 'off', not {value!r}")
+    return port
+
+
+_UNITS = {"": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
+
+
+def _bytes(text: str) -> int:
+    number = text.rstrip("KMGiB")
+    unit = text[len(number) :]
+    if unit not in _UNITS or not number.isdigit() or int(number) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: a positive whole number, then KiB, MiB or GiB")
+    return int(number) * _UNITS[unit]
 
 
 def serve_command(args: argparse.Namespace) -> int:
+    from agentscore.serve.ingest import DEFAULT_MAX_OPEN_BYTES
     from agentscore.serve.service import ServeOptions, run_service
 
     try:
@@ -51,6 +109,7 @@ def serve_command(args: argparse.Namespace) -> int:
                 scorers=args.scorers,
                 host=args.host,
                 port=args.port,
+                grpc_port=args.grpc_port,
                 queue=args.queue,
                 max_queue=args.max_queue,
                 concurrency=args.concurrency,
@@ -62,6 +121,14 @@ def serve_command(args: argparse.Namespace) -> int:
                 synchronous=args.synchronous,
                 jsonl=args.jsonl,
                 forward=args.forward,
+                capture_content=args.capture_content,
+                ingest_token_file=args.ingest_token_file,
+                ssl_certfile=args.ssl_certfile,
+                ssl_keyfile=args.ssl_keyfile,
+                header_timeout=args.header_timeout,
+                body_timeout=args.body_timeout,
+                max_connections=args.max_connections,
+                max_open_trace_bytes=args.max_open_trace_bytes or DEFAULT_MAX_OPEN_BYTES,
             )
         )
     except (ConfigurationError, ImportError, AttributeError) as exc:

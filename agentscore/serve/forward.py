@@ -9,7 +9,9 @@ backend may see a request twice (the same span ids) only when queueing failed af
 A backend that wants credentials gets them from `AGENTSCORE_FORWARD_HEADERS`, in the format
 of `OTEL_EXPORTER_OTLP_HEADERS` ("authorization=Bearer%20...,x-team=a"): an environment
 variable, not a flag, so the secret stays out of `ps` and shell history; its values are
-redacted like every key the process knows.
+redacted like every key the process knows. Redirects are never followed: a 3xx is a failed
+forward, since following it would send those credentials to another origin (and a backend
+that answers 3xx to a POST has stored nothing).
 """
 
 from __future__ import annotations
@@ -54,6 +56,14 @@ def forward_headers(environ: Mapping[str, str]) -> dict[str, str]:
     return headers
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: object, **kwargs: object) -> None:
+        return None  # urllib then raises the 3xx as an HTTPError
+
+
+_opener = urllib.request.build_opener(_NoRedirect)
+
+
 def forward(
     url: str,
     body: bytes,
@@ -66,7 +76,7 @@ def forward(
         headers["Content-Encoding"] = content_encoding
     request = urllib.request.Request(url, data=body, headers=headers, method="POST")
     try:
-        with urllib.request.urlopen(request, timeout=10) as reply:
+        with _opener.open(request, timeout=10) as reply:
             reply.read()
     except urllib.error.HTTPError as exc:
         raise ForwardError(f"backend answered {exc.code}") from None

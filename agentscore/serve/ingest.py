@@ -1,9 +1,12 @@
 """From received spans to queued score jobs: span reading, sampling, and one commit per request.
 
-Only what span reading needs is stored: spans with a GenAI or OpenInference role whole, every
-other span as a bare parent link (so an agent span still finds the model calls beneath an HTTP
-span). A trace's spans stay on disk while it is open and go once it closes; the generations it
-yields become job rows in the same transaction.
+Only what span reading needs is stored: spans with a GenAI or OpenInference role whole (text
+attributes cut to what a scorer reads), every other span as a bare parent link (so an agent
+span still finds the model calls beneath an HTTP span). A trace's spans stay on disk while it
+is open and go once it closes; the generations it yields become job rows in the same
+transaction. What open traces hold is bounded in bytes (`max_open_bytes`, counted by the
+assembler): a request that would take them past it is refused whole with `OverBudget`, and
+answered 503, before anything of it is kept.
 """
 
 from __future__ import annotations
@@ -21,7 +24,17 @@ from agentscore.spans.assembler import TraceAssembler
 from agentscore.spans.reading import span_role
 from agentscore.spans.records import SpanRecord
 
-__all__ = ["Ingestor"]
+__all__ = ["DEFAULT_MAX_OPEN_BYTES", "Ingestor", "OverBudget"]
+
+DEFAULT_MAX_OPEN_BYTES = 256 * 2**20
+
+
+class OverBudget(Exception):
+    """The request's open-trace spans do not fit the byte budget now (`never`: nor ever)."""
+
+    def __init__(self, never: bool) -> None:
+        super().__init__("the request is larger than the open-trace budget" if never else "")
+        self.never = never
 
 
 class Ingestor:
@@ -35,20 +48,36 @@ class Ingestor:
         *,
         idle_timeout: float = 60.0,
         max_traces: int = 10_000,
+        max_open_bytes: int = DEFAULT_MAX_OPEN_BYTES,
     ) -> None:
         self._queue = queue
         self._evals = evals
         self._stats = stats
+        # 1/16 of the budget is left for what holding costs besides the spans: the request
+        # being decoded, SQLite's page cache and write-ahead log (benchmarks/serve_memory.py).
+        self.open_bytes_limit = max_open_bytes - max_open_bytes // 16
         self._lock = threading.Lock()
         self._assembler = TraceAssembler(idle_timeout=idle_timeout, max_traces=max_traces)
         self._on_disk: set[int] = set()
         self._restore()
 
-    def ingest(self, spans: Sequence[SpanRecord]) -> None:
-        """Read `spans` and commit what they change; returns once it is on disk."""
+    @property
+    def open_trace_bytes(self) -> int:
+        """What the open traces hold (an upper estimate, the same in memory and on disk)."""
+        return self._assembler.held_bytes
+
+    def check_room(self, spans: Sequence[SpanRecord]) -> None:
+        """Raise `OverBudget` unless `spans` fit the byte budget now (before forwarding)."""
         with self._lock:
-            now = time.monotonic()
+            self._make_room([_slim(span) for span in spans])
+
+    def ingest(self, spans: Sequence[SpanRecord]) -> None:
+        """Read `spans` and commit what they change; returns once it is on disk. Raises
+        `OverBudget`, having kept nothing, when they do not fit the byte budget."""
+        with self._lock:
             slim = [_slim(span) for span in spans]
+            self._make_room(slim)
+            now = time.monotonic()
             runs: list[ScorerRun] = []
             for span in slim:
                 runs += self._assembler.add(span, now)
@@ -60,6 +89,16 @@ class Ingestor:
         """Close traces idle past the timeout (their standalone model calls become jobs)."""
         with self._lock:
             self._commit([], self._assembler.expire(time.monotonic()), set())
+
+    def _make_room(self, slim: Sequence[SpanRecord]) -> None:
+        adding = self._assembler.bytes_to_hold(slim)
+        if adding > self.open_bytes_limit:
+            raise OverBudget(never=True)
+        if self._assembler.held_bytes + adding > self.open_bytes_limit:
+            # Traces past their idle timeout would go at the worker's next sweep: go now.
+            self._commit([], self._assembler.expire(time.monotonic()), set())
+            if self._assembler.held_bytes + adding > self.open_bytes_limit:
+                raise OverBudget(never=False)
 
     def _restore(self) -> None:
         stored = self._queue.stored_spans()
@@ -109,7 +148,7 @@ class Ingestor:
 
 def _slim(span: SpanRecord) -> SpanRecord:
     if span_role(span.attributes) is not None:
-        return span
+        return span.cut()
     return SpanRecord(
         trace_id=span.trace_id,
         span_id=span.span_id,

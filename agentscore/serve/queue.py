@@ -167,11 +167,13 @@ class SqliteQueue:
         ]
         return jobs[:limit]
 
-    def store_result(self, key: JobKey, result: ScoreResult) -> None:
+    def store_results(self, results: Sequence[tuple[JobKey, ScoreResult]]) -> None:
+        """Keep finished results with their jobs, in one transaction (one sync)."""
+        rows = [(result.model_dump_json(), *key) for key, result in results]
         with self._lock:
-            self._db.execute(
+            self._transaction(
                 "UPDATE jobs SET result = ? WHERE trace_id = ? AND span_id = ? AND scorer_id = ?",
-                (result.model_dump_json(), *key),
+                rows,
             )
 
     def oldest_job_age(self) -> float:
@@ -180,17 +182,29 @@ class SqliteQueue:
         return max(0.0, time.time() - row[0]) if row and row[0] is not None else 0.0
 
     def delete_jobs(self, keys: Sequence[JobKey]) -> None:
+        """Delete in one transaction: one sync for the batch, not one per row."""
         with self._lock:
             before = self._db.total_changes
-            self._db.executemany(
+            self._transaction(
                 "DELETE FROM jobs WHERE trace_id = ? AND span_id = ? AND scorer_id = ?", keys
             )
             self._jobs -= self._db.total_changes - before
 
+    def _transaction(self, statement: str, rows: Sequence[Sequence[object]]) -> None:
+        if not rows:
+            return
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            self._db.executemany(statement, rows)
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+
     def retry_later(self, keys: Sequence[JobKey], delay: float) -> None:
         """Count a failed attempt on each job and leave it for `delay` seconds."""
         with self._lock:
-            self._db.executemany(
+            self._transaction(
                 "UPDATE jobs SET attempts = attempts + 1, not_before = ? "
                 "WHERE trace_id = ? AND span_id = ? AND scorer_id = ?",
                 [(time.time() + delay, *key) for key in keys],
@@ -241,6 +255,7 @@ def _dump_record(span: SpanRecord) -> str:
         ],
         separators=(",", ":"),
         default=str,
+        ensure_ascii=False,  # UTF-8, not six bytes a character: the byte budget counts on it
     )
 
 

@@ -3,22 +3,29 @@
 from __future__ import annotations
 
 import importlib
+import ipaddress
 import os
+import sys
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 
 import structlog
+import uvicorn
 
 from agentscore.errors import ConfigurationError
 from agentscore.evals import Evals
 from agentscore.scorers.base import Scorer
 from agentscore.serve.app import ServeApp
+from agentscore.serve.auth import load_ingest_token
 from agentscore.serve.budget import JudgeBudget
+from agentscore.serve.connections import connection_limits, guarded_protocol
 from agentscore.serve.export import build_exporters
 from agentscore.serve.forward import forward_headers
 from agentscore.serve.health import ServiceHealth
-from agentscore.serve.ingest import Ingestor
+from agentscore.serve.ingest import DEFAULT_MAX_OPEN_BYTES, Ingestor
 from agentscore.serve.queue import SqliteQueue, Synchronous
 from agentscore.serve.stats import ServiceStats
 from agentscore.serve.worker import ScoringWorker
@@ -33,6 +40,7 @@ class ServeOptions:
     scorers: str
     host: str = "127.0.0.1"
     port: int = 4318
+    grpc_port: int | None = 4317  # None: OTLP/HTTP only
     queue: str = "agentscore-queue.db"
     max_queue: int = 100_000
     concurrency: int = 16
@@ -44,13 +52,24 @@ class ServeOptions:
     synchronous: Synchronous = "FULL"
     jsonl: str = "agentscore-evaluations.jsonl"
     forward: str | None = None
+    capture_content: bool = False  # else OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT
+    ingest_token_file: str | None = None
+    ssl_certfile: str | None = None
+    ssl_keyfile: str | None = None
+    header_timeout: float = 10.0
+    body_timeout: float = 30.0
+    max_connections: int = 1000
+    max_open_trace_bytes: int = DEFAULT_MAX_OPEN_BYTES
 
 
 def load_evals(spec: str) -> Evals:
-    """`MODULE:ATTR` naming an `Evals` or a list of scorers, imported like an ASGI app."""
+    """`MODULE:ATTR` naming an `Evals` or a list of scorers, imported like an ASGI app (the
+    current directory is searched first, as uvicorn does)."""
     module_name, _, attribute = spec.partition(":")
     if not module_name or not attribute:
         raise ConfigurationError(f"--scorers takes MODULE:ATTR, got {spec!r}")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
     target: object = importlib.import_module(module_name)
     for part in attribute.split("."):
         target = getattr(target, part)
@@ -73,7 +92,13 @@ def build_service(options: ServeOptions, evals: Evals) -> ServeApp:
     stats = ServiceStats(
         exporters.meter_provider, depth=lambda: queue.depth, oldest_age=queue.oldest_job_age
     )
-    ingestor = Ingestor(queue, evals, stats, idle_timeout=options.idle_timeout)
+    ingestor = Ingestor(
+        queue,
+        evals,
+        stats,
+        idle_timeout=options.idle_timeout,
+        max_open_bytes=options.max_open_trace_bytes,
+    )
     health = ServiceHealth()
     worker = ScoringWorker(
         queue,
@@ -85,32 +110,74 @@ def build_service(options: ServeOptions, evals: Evals) -> ServeApp:
         budget=JudgeBudget(options.requests_per_minute, options.tokens_per_minute),
         concurrency=options.concurrency,
         max_age=options.max_age,
+        capture_content=options.capture_content,
     )
+    grpc: GrpcIngest | None = None
+
+    def startup() -> None:
+        worker.start()
+        if grpc is not None:
+            grpc.start()
 
     def shutdown() -> None:
-        worker.stop(options.drain_timeout)
+        worker.stop(options.drain_timeout)  # at once when `ServeApp.drain` already ran it
+        if grpc is not None:  # it answered UNAVAILABLE during the drain; now it goes
+            grpc.stop(grace=1.0)
         exporters.shutdown()
         _log.info("serve_stopped", left_on_disk=queue.depth, **stats.snapshot())
         queue.close()
 
     _log.info("serve_configured", destination=exporters.destination, queue=options.queue)
-    return ServeApp(
+    app = ServeApp(
         ingestor,
         queue,
         stats,
         health=health,
         max_queue=options.max_queue,
-        on_startup=worker.start,
+        on_startup=startup,
+        on_drain=worker.stop,
         on_shutdown=shutdown,
         forward_to=options.forward,
         forward_headers=forward_headers(os.environ) if options.forward else None,
+        ingest_token=load_ingest_token(os.environ, options.ingest_token_file),
+        body_timeout=options.body_timeout,
     )
+    if options.grpc_port is not None:
+        from agentscore.serve.grpc_ingest import GrpcIngest  # grpcio, in the `serve` extra
+
+        certificate, key = options.ssl_certfile, options.ssl_keyfile
+        grpc = GrpcIngest(
+            app,
+            stats,
+            host=options.host,
+            port=options.grpc_port,
+            tls=(certificate, key) if certificate and key else None,
+        )
+    return app
 
 
 def run_service(options: ServeOptions) -> int:
-    import uvicorn  # the `serve` extra
-
+    if (options.ssl_certfile is None) != (options.ssl_keyfile is None):
+        raise ConfigurationError("--ssl-certfile and --ssl-keyfile go together")
+    if min(options.header_timeout, options.body_timeout) <= 0 or options.max_connections < 1:
+        raise ConfigurationError(
+            "--header-timeout and --body-timeout must be positive, --max-connections at least 1"
+        )
     app = build_service(options, load_evals(options.scorers))
+    if not _loopback(options.host) and app.ingest_token is None:
+        _log.warning(
+            "serve_ingest_open",
+            host=options.host,
+            hint="anyone who reaches the port can make the service call the judge; "
+            "set AGENTSCORE_INGEST_TOKEN or --ingest-token-file",
+        )
+    max_connections, backlog = connection_limits(options.max_connections)
+    if max_connections < options.max_connections:
+        _log.warning(
+            "serve_connections_capped",
+            max_connections=max_connections,
+            hint="the file descriptor limit (ulimit -n) is too low for --max-connections",
+        )
     config = uvicorn.Config(
         app,
         host=options.host,
@@ -118,6 +185,46 @@ def run_service(options: ServeOptions) -> int:
         lifespan="on",
         log_level="warning",
         access_log=False,
+        http=guarded_protocol(
+            max_connections=max_connections, header_timeout=options.header_timeout
+        ),
+        ssl_certfile=options.ssl_certfile,
+        ssl_keyfile=options.ssl_keyfile,
+        backlog=backlog,
     )
-    uvicorn.Server(config).run()
+    _DrainingServer(config, app, options.drain_timeout).run()
     return 0
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a host name: it may resolve to anything
+
+
+class _DrainingServer(uvicorn.Server):
+    """uvicorn stops listening as soon as it is signalled; this one drains first, still
+    answering (503 to ingest, `draining` on /healthz), and then lets uvicorn shut down. A
+    second signal goes straight to uvicorn."""
+
+    def __init__(self, config: uvicorn.Config, app: ServeApp, drain_timeout: float) -> None:
+        super().__init__(config)
+        self._app = app
+        self._drain_timeout = drain_timeout
+        self._drainer: threading.Thread | None = None
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if self._drainer is not None:
+            super().handle_exit(sig, frame)
+            return
+        self._drainer = threading.Thread(
+            target=self._drain_then_exit, args=(sig,), name="agentscore-serve-drain", daemon=True
+        )
+        self._drainer.start()
+
+    def _drain_then_exit(self, sig: int) -> None:
+        self._app.drain(self._drain_timeout)
+        super().handle_exit(sig, None)

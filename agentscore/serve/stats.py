@@ -13,6 +13,8 @@ _Callback = Callable[[CallbackOptions], Iterable[Observation]]
 
 COUNTERS = (
     "requests_rejected",
+    "requests_unauthorized",
+    "requests_timed_out",
     "spans_received",
     "generations_found",
     "generations_sampled",

@@ -21,6 +21,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 
 import anyio
 import anyio.abc
@@ -71,6 +72,7 @@ class ScoringWorker:
         max_age: float | None = None,
         retry: RetryPolicy | None = None,
         sink_timeout: float = 30.0,
+        capture_content: bool = False,
     ) -> None:
         self._queue = queue
         self._ingestor = ingestor
@@ -82,6 +84,8 @@ class ScoringWorker:
             logger_provider=exporters.logger_provider,
             meter_provider=exporters.meter_provider,
         )
+        if capture_content:  # else as OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT says
+            self._telemetry.capture_content = True
         self._stats = stats
         self.health = health or ServiceHealth()
         self._budget = budget or JudgeBudget()
@@ -255,10 +259,6 @@ class ScoringWorker:
             return
         if not result.retryable:  # the judge answered (or failed for good): it is reachable
             self.health.recovered("judge_unavailable")
-        try:
-            await anyio.to_thread.run_sync(self._queue.store_result, job.key, result)
-        except (sqlite3.Error, OSError) as exc:  # exported from memory all the same
-            self.health.failing("disk_full", type(exc).__name__)
         self._done.append((job, result))
 
     async def _retry_later(self, key: JobKey, delay: float) -> None:
@@ -286,6 +286,16 @@ class ScoringWorker:
         if not done:
             return
         self._exporting = {job.key for job, _ in done}
+        unstored = [(job.key, result) for job, result in done if job.result is None]
+        if unstored:
+            # Kept with their jobs before the export is tried: whatever becomes of it, or of
+            # the process, these are not judged again. One transaction for the batch.
+            try:
+                await anyio.to_thread.run_sync(self._queue.store_results, unstored)
+            except (sqlite3.Error, OSError) as exc:  # exported from memory all the same
+                self.health.failing("disk_full", type(exc).__name__)
+            else:
+                done = [(replace(job, result=result), result) for job, result in done]
         try:
             exported = await anyio.to_thread.run_sync(self._exporters.export)
         except Exception:

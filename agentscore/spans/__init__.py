@@ -2,7 +2,7 @@
 
 from agentscore.spans.assembler import TraceAssembler, generation_run
 from agentscore.spans.processor import ScoringSpanProcessor
-from agentscore.spans.reading import span_conversation, span_role
+from agentscore.spans.reading import retrieved_documents, span_conversation, span_role
 from agentscore.spans.records import SpanRecord
 
 __all__ = [
@@ -10,6 +10,7 @@ __all__ = [
     "SpanRecord",
     "TraceAssembler",
     "generation_run",
+    "retrieved_documents",
     "span_conversation",
     "span_role",
 ]

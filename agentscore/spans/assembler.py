@@ -13,13 +13,23 @@ The rule (docs/howto.md states it for users):
   trace whose root never comes, after `idle_timeout` seconds without a new span).
 - Spans of an evaluation (agentscore's own scoring, and its judge calls) are never read.
 
-Tool results come from the messages, else from the tool spans beneath the generation. The
-assembler is single-threaded and holds no clock; its owner feeds it and says what time it is.
+Tool results come from the messages, else from the tool spans beneath the generation.
+Retrieved documents (OpenInference RETRIEVER spans, GenAI `retrieval` spans) come from every
+retrieval span of the trace that ended before the generation did: a RAG chain's retriever is
+usually the model call's sibling, not its child. The assembler is single-threaded and holds
+no clock; its owner feeds it and says what time it is.
+
+What it holds is bounded in bytes too (`max_bytes`, counted with `span_bytes`, an upper
+estimate of the span's memory and of its stored form): a span that would take the open
+traces past it is dropped and counted, like one past `max_spans_per_trace`. The service checks
+the same count before it accepts a request, so it answers 503 instead of dropping.
 """
 
 from __future__ import annotations
 
+import sys
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +39,7 @@ from agentscore.run import ScorerRun
 from agentscore.spans.reading import (
     Conversation,
     SpanRole,
+    retrieved_documents,
     span_conversation,
     span_role,
     tool_exchange,
@@ -36,11 +47,34 @@ from agentscore.spans.reading import (
 from agentscore.spans.records import SpanRecord
 from agentscore.telemetry.core import CAPTURE_CONTENT_ENV
 
-__all__ = ["TraceAssembler", "generation_run"]
+__all__ = ["TraceAssembler", "generation_run", "span_bytes"]
 
 # How far up the tree an ancestor (an agent, an evaluation) is looked for. Real agent stacks
 # are a few spans deep; the bound keeps a hostile chain of spans linear, and cycles finite.
 _MAX_DEPTH = 64
+# What a trace, a span and an attribute cost beyond the text itself (measured with
+# tracemalloc in CPython 3.11: about 850, 210 and 60 bytes; a stored row costs less).
+_TRACE_OVERHEAD = 1024
+_SPAN_OVERHEAD = 256
+_ATTRIBUTE_OVERHEAD = 64
+_NUMBER_BYTES = 32
+
+
+def span_bytes(span: SpanRecord) -> int:
+    """An upper estimate of what holding `span` costs, in memory and as a queue row."""
+    return _SPAN_OVERHEAD + sum(
+        _ATTRIBUTE_OVERHEAD + _value_bytes(key) + _value_bytes(value)
+        for key, value in span.attributes.items()
+    )
+
+
+def _value_bytes(value: object) -> int:
+    if isinstance(value, str):
+        # ASCII costs one byte a character in memory and on disk; other text up to four.
+        return sys.getsizeof(value) if value.isascii() else 49 + 4 * len(value)
+    if isinstance(value, tuple | list):
+        return _NUMBER_BYTES + sum(_value_bytes(item) for item in value)
+    return _NUMBER_BYTES
 
 
 @dataclass(slots=True)
@@ -50,6 +84,9 @@ class _Trace:
     children: dict[int, list[int]] = field(default_factory=dict)
     spans: dict[int, tuple[SpanRole, SpanRecord]] = field(default_factory=dict)
     evaluations: set[int] = field(default_factory=set)
+    # Kept until the trace closes: every later generation of the trace may draw on them.
+    retrievals: list[SpanRecord] = field(default_factory=list)
+    held_bytes: int = 0
 
 
 class TraceAssembler:
@@ -61,39 +98,61 @@ class TraceAssembler:
         idle_timeout: float = 300.0,
         max_traces: int = 10_000,
         max_spans_per_trace: int = 2_000,
+        max_bytes: int | None = None,
     ) -> None:
         self.idle_timeout = idle_timeout
         self.max_traces = max_traces
         self.max_spans_per_trace = max_spans_per_trace
+        self.max_bytes = max_bytes
         self.dropped_spans = 0
+        self.held_bytes = 0
         self._traces: OrderedDict[int, _Trace] = OrderedDict()
 
     @property
     def open_traces(self) -> int:
         return len(self._traces)
 
+    def bytes_to_hold(self, spans: Sequence[SpanRecord]) -> int:
+        """What adding `spans` would add to `held_bytes`, at most (a trace whose local root
+        is among them closes, so its spans are not counted)."""
+        closing = {span.trace_id for span in spans if span.is_local_root}
+        held = [span for span in spans if span.trace_id not in closing]
+        new_traces = {span.trace_id for span in held} - self._traces.keys()
+        return sum(map(span_bytes, held)) + _TRACE_OVERHEAD * len(new_traces)
+
     def is_open(self, trace_id: int) -> bool:
         """True while the trace's spans are held, waiting for its root or the idle timeout."""
         return trace_id in self._traces
 
     def add(self, span: SpanRecord, now: float) -> list[ScorerRun]:
+        size = span_bytes(span) + (0 if span.trace_id in self._traces else _TRACE_OVERHEAD)
+        if (
+            self.max_bytes is not None
+            and not span.is_local_root  # a root frees its trace rather than adding to it
+            and self.held_bytes + size > self.max_bytes
+        ):
+            self.dropped_spans += 1
+            return []
         runs: list[ScorerRun] = []
         trace = self._traces.get(span.trace_id)
         if trace is None:
             if len(self._traces) >= self.max_traces:
-                _, oldest = self._traces.popitem(last=False)
-                runs.extend(_standalone_generations(oldest))
+                runs.extend(self._close(next(iter(self._traces))))
             trace = self._traces[span.trace_id] = _Trace(last_seen=now)
+            trace.held_bytes = _TRACE_OVERHEAD
+            self.held_bytes += _TRACE_OVERHEAD
+            size -= _TRACE_OVERHEAD
         else:
             trace.last_seen = now
             self._traces.move_to_end(span.trace_id)
         if len(trace.parents) >= self.max_spans_per_trace:
             self.dropped_spans += 1
         else:
+            trace.held_bytes += size
+            self.held_bytes += size
             runs.extend(_add_span(trace, span))
         if span.is_local_root:
-            del self._traces[span.trace_id]
-            runs.extend(_standalone_generations(trace))
+            runs.extend(self._close(span.trace_id))
         return runs
 
     def expire(self, now: float) -> list[ScorerRun]:
@@ -103,17 +162,20 @@ class TraceAssembler:
             trace_id, trace = next(iter(self._traces.items()))
             if now - trace.last_seen < self.idle_timeout:
                 break
-            del self._traces[trace_id]
-            runs.extend(_standalone_generations(trace))
+            runs.extend(self._close(trace_id))
         return runs
 
     def drain(self) -> list[ScorerRun]:
         """Close every open trace now (at flush or shutdown)."""
         runs: list[ScorerRun] = []
         while self._traces:
-            _, trace = self._traces.popitem(last=False)
-            runs.extend(_standalone_generations(trace))
+            runs.extend(self._close(next(iter(self._traces))))
         return runs
+
+    def _close(self, trace_id: int) -> list[ScorerRun]:
+        trace = self._traces.pop(trace_id)
+        self.held_bytes -= trace.held_bytes
+        return _standalone_generations(trace)
 
 
 def _add_span(trace: _Trace, span: SpanRecord) -> list[ScorerRun]:
@@ -130,6 +192,9 @@ def _add_span(trace: _Trace, span: SpanRecord) -> list[ScorerRun]:
         return []
     if role is None:
         return []
+    if role == "retrieval":
+        trace.retrievals.append(span)
+        return []
     trace.spans[span.span_id] = (role, span)
     if role != "agent":
         return []
@@ -144,7 +209,7 @@ def _add_span(trace: _Trace, span: SpanRecord) -> list[ScorerRun]:
         )
     if not owned_llms and _carries_no_messages(span):
         return []  # a wrapper around other agents
-    return [generation_run(span, owned_llms, owned_tools)]
+    return [generation_run(span, owned_llms, owned_tools, _retrieved_before(trace, span))]
 
 
 def _standalone_generations(trace: _Trace) -> list[ScorerRun]:
@@ -158,9 +223,13 @@ def _standalone_generations(trace: _Trace) -> list[ScorerRun]:
             runs.append(_unreadable_run(span, str(exc)))
             continue
         if conversation is not None and conversation.output and conversation.is_final:
-            runs.append(generation_run(span, [span], []))
+            runs.append(generation_run(span, [span], [], _retrieved_before(trace, span)))
     trace.spans.clear()
     return runs
+
+
+def _retrieved_before(trace: _Trace, span: SpanRecord) -> list[SpanRecord]:
+    return [r for r in trace.retrievals if r.end_time <= span.end_time]
 
 
 def _carries_no_messages(span: SpanRecord) -> bool:
@@ -171,11 +240,16 @@ def _carries_no_messages(span: SpanRecord) -> bool:
 
 
 def generation_run(
-    span: SpanRecord, llm_spans: list[SpanRecord], tool_spans: list[SpanRecord]
+    span: SpanRecord,
+    llm_spans: list[SpanRecord],
+    tool_spans: list[SpanRecord],
+    retrieval_spans: list[SpanRecord] | None = None,
 ) -> ScorerRun:
-    """The run to score for generation `span`, with the model and tool spans it owns."""
+    """The run to score for generation `span`, with the model and tool spans it owns and the
+    retrieval spans whose documents are its context."""
     try:
         messages = _generation_messages(span, llm_spans, tool_spans)
+        documents = _documents(retrieval_spans or [])
     except UnreadableMessageError as exc:
         return _unreadable_run(span, str(exc))
     if messages is None:
@@ -191,8 +265,17 @@ def generation_run(
         **_identity(span, llm_spans),
         input=messages[: split + 1],
         output=messages[split + 1 :],
+        documents=documents,
         read_error=None,
     )
+
+
+def _documents(retrieval_spans: list[SpanRecord]) -> list[str]:
+    """Each document once, in the order the retrievals ended."""
+    found: dict[str, None] = {}
+    for retrieval in sorted(retrieval_spans, key=lambda s: s.end_time):
+        found.update(dict.fromkeys(retrieved_documents(retrieval)))
+    return list(found)
 
 
 def _generation_messages(
@@ -258,7 +341,9 @@ def _identity(span: SpanRecord, llm_spans: list[SpanRecord]) -> dict[str, Any]:
 
 
 def _unreadable_run(span: SpanRecord, error: str) -> ScorerRun:
-    return ScorerRun.model_construct(**_identity(span, []), input=[], output=[], read_error=error)
+    return ScorerRun.model_construct(
+        **_identity(span, []), input=[], output=[], documents=[], read_error=error
+    )
 
 
 def _descendants(trace: _Trace, span_id: int) -> list[int]:

@@ -4,6 +4,8 @@ Added to the application's `TracerProvider`, it watches ended spans, finds the f
 generations in them (the rule is in `agentscore.spans.assembler`) and submits each through
 `Evals.submit_run`, parented to the span it judges. `on_end` only appends the span to a bounded
 queue: reading messages and deciding generations happen on the processor's own thread.
+Evaluation spans go through the provider the processor is attached to (unless `Evals` names
+its own telemetry), so they reach the same exporters as the spans they judge.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import weakref
 
 import structlog
 from opentelemetry.context import Context
-from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 
 from agentscore.errors import ConfigurationError
 from agentscore.evals import Evals
@@ -23,7 +25,7 @@ from agentscore.runtime.hooks import after_fork_in_child
 from agentscore.runtime.workqueue import WorkQueue
 from agentscore.spans.assembler import TraceAssembler
 from agentscore.spans.records import SpanRecord
-from agentscore.telemetry.core import AGENTSCORE_SCOPE, scoring_in_progress
+from agentscore.telemetry.core import AGENTSCORE_SCOPE, Telemetry, scoring_in_progress
 
 __all__ = ["ScoringSpanProcessor"]
 
@@ -36,8 +38,10 @@ class ScoringSpanProcessor(SpanProcessor):
     """Finds finished generations in ended spans and scores them with `evals`.
 
     `max_queue` bounds the ended spans waiting to be read (beyond it they are dropped and
-    counted in `dropped_spans`); `idle_timeout` closes a trace whose root has not ended after
-    that many seconds without a new span. Call `force_flush()` to read every span ended so far,
+    counted in `dropped_spans`); `max_open_bytes` bounds what open traces hold (a span past it
+    is dropped and counted the same way; text attributes are cut to what a scorer reads);
+    `idle_timeout` closes a trace whose root has not ended after that many seconds without a
+    new span. Call `force_flush()` to read every span ended so far,
     then `evals.runner.flush()` (or the default runner's) to wait for the scores.
     """
 
@@ -49,11 +53,14 @@ class ScoringSpanProcessor(SpanProcessor):
         idle_timeout: float = 300.0,
         max_traces: int = 10_000,
         max_spans_per_trace: int = 2_000,
+        max_open_bytes: int = 256 * 2**20,
     ) -> None:
         if not isinstance(evals, Evals):
             raise ConfigurationError(f"evals must be an Evals, got {type(evals).__name__}")
-        if max_queue < 1 or idle_timeout <= 0:
-            raise ConfigurationError("max_queue must be at least 1 and idle_timeout positive")
+        if max_queue < 1 or idle_timeout <= 0 or max_open_bytes < 1:
+            raise ConfigurationError(
+                "max_queue and max_open_bytes must be at least 1 and idle_timeout positive"
+            )
         self.evals = evals
         self.max_queue = max_queue
         # The sampling decision is a function of the trace id (agentscore.pipeline.sampling):
@@ -64,20 +71,24 @@ class ScoringSpanProcessor(SpanProcessor):
             idle_timeout=idle_timeout,
             max_traces=max_traces,
             max_spans_per_trace=max_spans_per_trace,
+            max_bytes=max_open_bytes,
         )
         self._spans: WorkQueue[ReadableSpan] = WorkQueue(max_queue)
         self._dropped = 0
         self._thread: threading.Thread | None = None
         self._thread_lock = threading.Lock()
+        # Where evaluations are emitted: learnt from the first span started (see on_start).
+        self._telemetry: Telemetry | None = None
         _processors.add(self)
 
     @property
     def dropped_spans(self) -> int:
-        """Spans lost to a full queue or an oversized trace."""
+        """Spans lost to a full queue, an oversized trace or the open-trace byte budget."""
         return self._dropped + self._assembler.dropped_spans
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
-        return None
+        if self._telemetry is None and self.evals.telemetry is None:
+            self._telemetry = _attached_telemetry(span)
 
     def on_end(self, span: ReadableSpan) -> None:
         if scoring_in_progress():
@@ -142,20 +153,39 @@ class ScoringSpanProcessor(SpanProcessor):
         now = time.monotonic()
         for span in batch:
             try:
-                self._submit(self._assembler.add(SpanRecord.from_readable(span), now))
+                self._submit(self._assembler.add(SpanRecord.from_readable(span).cut(), now))
             except Exception as exc:
                 _log.error("span_reading_failed", span=span.name, error_type=type(exc).__name__)
         self._submit(self._assembler.expire(now))
 
     def _submit(self, runs: list[ScorerRun]) -> None:
         for run in runs:
-            self.evals.submit_run(run)
+            self.evals.submit_run(run, telemetry=self._telemetry)
 
     def _after_fork(self) -> None:
         # The reader thread does not exist in a forked child; start afresh there.
         self._spans.reset()
         self._thread_lock = threading.Lock()
         self._thread = None
+
+
+def _attached_telemetry(span: Span) -> Telemetry | None:
+    """Telemetry whose tracer provider feeds the span processors of the provider `span` came
+    from: a provider has no public link back from its spans or processors, so a provider is
+    built around the same processor pipeline (the SDK's `active_span_processor` argument).
+    None for a span of another SDK: evaluations then go to the global provider."""
+    pipeline = getattr(span, "_span_processor", None)
+    resource = getattr(span, "resource", None)
+    if pipeline is None:
+        return None
+    try:
+        provider = TracerProvider(
+            resource=resource, active_span_processor=pipeline, shutdown_on_exit=False
+        )
+    except Exception as exc:  # an SDK whose provider takes other arguments: the global one
+        _log.warning("span_processor_provider_unknown", error_type=type(exc).__name__)
+        return None
+    return Telemetry(tracer_provider=provider)
 
 
 _processors: weakref.WeakSet[ScoringSpanProcessor] = weakref.WeakSet()

@@ -1,12 +1,15 @@
-"""What a span says: its role in a generation, and the messages it carries.
+"""What a span says: its role in a generation, the messages it carries, the documents it
+retrieved.
 
 Two conventions are read, and agentscore's own spans (which follow the first):
 
-- OpenTelemetry GenAI: `gen_ai.operation.name` (invoke_agent, chat, execute_tool),
+- OpenTelemetry GenAI: `gen_ai.operation.name` (invoke_agent, chat, execute_tool, retrieval),
   `gen_ai.input.messages` / `gen_ai.output.messages` / `gen_ai.system_instructions` (JSON),
-  `gen_ai.tool.call.*` on tool spans; pydantic-ai's `pydantic_ai.all_messages` on its agent span.
-- OpenInference: `openinference.span.kind` (AGENT, LLM, TOOL), `llm.input_messages.*` /
-  `llm.output_messages.*` (flattened), `input.value` / `output.value`, `tool.name`.
+  `gen_ai.tool.call.*` on tool spans, `gen_ai.retrieval.documents` (JSON) on retrieval spans;
+  pydantic-ai's `pydantic_ai.all_messages` on its agent span.
+- OpenInference: `openinference.span.kind` (AGENT, LLM, TOOL, RETRIEVER), `llm.input_messages.*`
+  / `llm.output_messages.*` (flattened), `input.value` / `output.value`, `tool.name`,
+  `retrieval.documents.N.document.content`.
 """
 
 from __future__ import annotations
@@ -21,9 +24,16 @@ from agentscore.errors import UnreadableMessageError
 from agentscore.messages import Message, ToolCall
 from agentscore.spans.records import SpanRecord
 
-__all__ = ["Conversation", "SpanRole", "span_conversation", "span_role", "tool_exchange"]
+__all__ = [
+    "Conversation",
+    "SpanRole",
+    "retrieved_documents",
+    "span_conversation",
+    "span_role",
+    "tool_exchange",
+]
 
-SpanRole = Literal["agent", "llm", "tool", "evaluation"]
+SpanRole = Literal["agent", "llm", "tool", "retrieval", "evaluation"]
 
 _LLM_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
 _OI_KIND = "openinference.span.kind"
@@ -41,6 +51,8 @@ def span_role(attributes: Mapping[str, Any]) -> SpanRole | None:
         return "llm"
     if operation == "execute_tool" or kind == "TOOL":
         return "tool"
+    if operation == "retrieval" or kind == "RETRIEVER":
+        return "retrieval"
     return None
 
 
@@ -117,6 +129,47 @@ def tool_exchange(span: SpanRecord) -> tuple[ToolCall, Message] | None:
     name = str(name or span.name)
     call = ToolCall(id=call_id, name=name, arguments=_text(arguments) if arguments else "{}")
     return call, Message(role="tool", content=_text(result), tool_call_id=call_id, name=name)
+
+
+_OI_DOCUMENTS = "retrieval.documents."
+_OI_CONTENT = ".document.content"
+
+
+def retrieved_documents(span: SpanRecord) -> list[str]:
+    """The text of each document a retrieval span returned, in order; documents recorded
+    without their text (ids and scores only) are left out.
+
+    Raises `UnreadableMessageError` when `gen_ai.retrieval.documents` is in a shape no
+    reading fits: scoring without documents the application retrieved would be wrong.
+    """
+    attributes = span.attributes
+    if "gen_ai.retrieval.documents" in attributes:
+        return _genai_documents(span.name, attributes["gen_ai.retrieval.documents"])
+    by_index: dict[int, str] = {}
+    for key, value in attributes.items():
+        if key.startswith(_OI_DOCUMENTS) and key.endswith(_OI_CONTENT):
+            index = key[len(_OI_DOCUMENTS) : -len(_OI_CONTENT)]
+            if index.isdigit() and isinstance(value, str) and value.strip():
+                by_index[int(index)] = value
+    return [by_index[index] for index in sorted(by_index)]
+
+
+def _genai_documents(name: str, value: object) -> list[str]:
+    try:
+        parsed = json.loads(value) if isinstance(value, str) else value
+    except (ValueError, RecursionError):
+        parsed = None
+    if not isinstance(parsed, Sequence) or isinstance(parsed, str):
+        raise UnreadableMessageError(
+            f"span {name!r}: gen_ai.retrieval.documents is not a JSON list of documents"
+        )
+    documents = []
+    for item in parsed:
+        # The convention's objects carry id and score, and the text when content is captured.
+        text = item.get("content", item.get("text")) if isinstance(item, Mapping) else item
+        if isinstance(text, str) and text.strip():
+            documents.append(text)
+    return documents
 
 
 def _json_messages(value: object, default_role: Literal["user", "assistant"]) -> list[Message]:

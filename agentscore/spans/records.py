@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan
 
-__all__ = ["SpanRecord"]
+__all__ = ["MAX_ATTRIBUTE_CHARS", "SpanRecord"]
+
+# No scorer judges more of one generation than 50,000 characters of output and 400,000 of
+# context (agentscore.scorers), so a longer attribute is cut there before it is held: a cut
+# message list no longer parses and its run fails as unreadable, as the scorer would refuse it.
+MAX_ATTRIBUTE_CHARS = 450_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +34,16 @@ class SpanRecord:
     parent_is_remote: bool = False
     scope: str = ""
 
+    def cut(self) -> SpanRecord:
+        """This span with every text attribute cut to `MAX_ATTRIBUTE_CHARS`."""
+        if not any(_too_long(value) for value in self.attributes.values()):
+            return self
+        attributes = {
+            key: value[:MAX_ATTRIBUTE_CHARS] if _too_long(value) else value
+            for key, value in self.attributes.items()
+        }
+        return replace(self, attributes=attributes)
+
     @property
     def is_local_root(self) -> bool:
         return self.parent_span_id is None or self.parent_is_remote
@@ -48,3 +63,7 @@ class SpanRecord:
             parent_is_remote=bool(parent is not None and parent.is_remote),
             scope=scope.name if scope is not None else "",
         )
+
+
+def _too_long(value: Any) -> bool:
+    return isinstance(value, str) and len(value) > MAX_ATTRIBUTE_CHARS

@@ -78,7 +78,8 @@ class Telemetry:
                 runs=meter.create_counter(
                     "agentscore.evaluation.runs",
                     unit="{run}",
-                    description="Sampled scorer runs by outcome: scored, failed or dropped",
+                    description="Sampled scorer runs by outcome: scored, no_context, failed, "
+                    "dropped",
                 ),
                 cascade_runs=meter.create_counter(
                     "agentscore.cascade.runs",

@@ -28,6 +28,7 @@ from opentelemetry.trace import (
     TraceFlags,
 )
 
+from agentscore.messages import assistant_text
 from agentscore.result import ScoreResult, ScoreStatus
 from agentscore.run import ScorerRun
 from agentscore.telemetry import semconv
@@ -147,6 +148,15 @@ def evaluation_attributes(result: ScoreResult, capture_content: bool) -> dict[st
     claims = claims_for(result) if capture_content else []
     if claims:
         attributes[CLAIMS_ATTRIBUTE] = json.dumps(claims, ensure_ascii=False)
+    # What a backend shows as the span's input and output (instead of the response id): the
+    # evaluated answer, which is content, and the verdict with its explanation.
+    answer = assistant_text(result.output) if capture_content else ""
+    if answer:
+        attributes[semconv.INPUT_VALUE] = answer
+        attributes[semconv.INPUT_MIME_TYPE] = "text/plain"
+    verdict = {"label": label, "score": averaged_score(result), "explanation": explanation}
+    attributes[semconv.OUTPUT_VALUE] = json.dumps(verdict, ensure_ascii=False)
+    attributes[semconv.OUTPUT_MIME_TYPE] = "application/json"
     if result.response_id:
         attributes[semconv.RESPONSE_ID] = result.response_id
     if result.agent_name:
@@ -163,9 +173,10 @@ def averaged_score(result: ScoreResult) -> float | None:
 
 
 def label_for(result: ScoreResult) -> str | None:
-    """pass / fail; "no_claims" for a run that neither passes nor fails."""
-    if result.status is ScoreStatus.NO_CLAIMS:
-        return ScoreStatus.NO_CLAIMS.value
+    """pass / fail; the status ("no_claims", "no_context") for a run that neither passes nor
+    fails."""
+    if result.status in (ScoreStatus.NO_CLAIMS, ScoreStatus.NO_CONTEXT):
+        return result.status.value
     return result.label
 
 
@@ -193,6 +204,8 @@ def explanation_for(result: ScoreResult, capture_content: bool) -> str:
         return result.reason
     if result.error is not None:
         return f"failed: {result.error.type}"
+    if result.status is ScoreStatus.NO_CONTEXT:
+        return "no context to check the output against"
     verdicts = (
         result.analyze_step_result.get("verdicts")
         if isinstance(result.analyze_step_result, dict)
@@ -214,7 +227,10 @@ def _record_metrics(telemetry: Telemetry, result: ScoreResult) -> None:
     attributes = {semconv.EVALUATION_NAME: result.scorer_id}
     if result.agent_name:
         attributes[semconv.AGENT_NAME] = result.agent_name
-    outcome = "failed" if result.status is ScoreStatus.FAILED else "scored"
+    # no_context is its own outcome: such a run was not judged, neither scored nor failed.
+    outcome = {ScoreStatus.FAILED: "failed", ScoreStatus.NO_CONTEXT: "no_context"}.get(
+        result.status, "scored"
+    )
     telemetry.instruments.runs.add(1, {**attributes, "agentscore.outcome": outcome})
     score = averaged_score(result)
     if score is not None:

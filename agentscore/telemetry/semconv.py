@@ -16,9 +16,13 @@ __all__ = [
     "EVALUATION_SCORE_LABEL",
     "EVALUATION_SCORE_VALUE",
     "INPUT_MESSAGES",
+    "INPUT_MIME_TYPE",
+    "INPUT_VALUE",
     "OPENINFERENCE_SPAN_KIND",
     "OPERATION_NAME",
     "OUTPUT_MESSAGES",
+    "OUTPUT_MIME_TYPE",
+    "OUTPUT_VALUE",
     "PROVIDER_NAME",
     "REQUEST_MODEL",
     "REQUEST_TEMPERATURE",
@@ -66,3 +70,8 @@ EVALUATION_EXPLANATION = "gen_ai.evaluation.explanation"
 
 # Phoenix shows spans by OpenInference kind; EVALUATOR marks ours.
 OPENINFERENCE_SPAN_KIND = "openinference.span.kind"
+# What OpenInference backends show as a span's input and output.
+INPUT_VALUE = "input.value"
+INPUT_MIME_TYPE = "input.mime_type"
+OUTPUT_VALUE = "output.value"
+OUTPUT_MIME_TYPE = "output.mime_type"

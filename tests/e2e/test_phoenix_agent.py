@@ -147,27 +147,44 @@ def test_each_claim_and_the_trace_root_annotation_reach_phoenix(phoenix: Phoenix
     assert on_root["result"]["label"] == score.label == "pass"
 
 
-def test_a_run_with_no_claims_has_a_label_and_no_score_in_phoenix(phoenix: PhoenixServer) -> None:
-    project = f"agentscore-noclaims-{uuid.uuid4().hex[:8]}"
-    greeting = ScriptedEndpoint([chat_completion("Hello! How can I help you today?")])
-    agent, provider, _ = _traced_agent(phoenix, project, greeting, capture_content=False)
+# A greeting after a tool call has context and states nothing (no_claims); a claim with no
+# tool called and no context given has nothing to be judged against (no_context).
+@pytest.mark.parametrize(
+    ("script", "status"),
+    [
+        (
+            [
+                chat_completion(tool_calls=[("lookup_order", {"order_id": "42"})]),
+                chat_completion("Hello! How can I help you today?"),
+            ],
+            "no_claims",
+        ),
+        ([chat_completion("Order 42 shipped on May 2.")], "no_context"),
+    ],
+)
+def test_a_run_not_judged_has_a_label_and_no_score_in_phoenix(
+    phoenix: PhoenixServer, script: list[Any], status: str
+) -> None:
+    project = f"agentscore-{status.replace('_', '')}-{uuid.uuid4().hex[:8]}"
+    model = ScriptedEndpoint(script)
+    agent, provider, _ = _traced_agent(phoenix, project, model, capture_content=False)
     try:
         result = agent.generate_sync("hi")
         assert agent.flush(timeout=30)
         assert provider.force_flush(timeout_millis=15_000)
     finally:
         provider.shutdown()
-    assert agent.scores[0].status.value == "no_claims"
+    assert agent.scores[0].status.value == status
 
     spans = phoenix.wait_for_spans(
         project, lambda s: bool(spans_named(s, "evaluation faithfulness")), timeout=60
     )
     [evaluation] = spans_named(spans, "evaluation faithfulness")
     assert "gen_ai.evaluation.score.value" not in evaluation["attributes"]
-    assert evaluation["attributes"]["gen_ai.evaluation.score.label"] == "no_claims"
+    assert evaluation["attributes"]["gen_ai.evaluation.score.label"] == status
     [annotation] = _wait_for_annotations(phoenix, project, result.span_id or "")
     assert annotation["result"]["score"] is None
-    assert annotation["result"]["label"] == "no_claims"
+    assert annotation["result"]["label"] == status
 
 
 def _wait_for_annotations(phoenix: PhoenixServer, project: str, span_id: str) -> list[Any]:

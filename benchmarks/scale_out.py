@@ -1,0 +1,220 @@
+"""`agentscore serve` scale-out: scores/s with 1, 2 and 4 service processes, fed over OTLP/gRPC
+with the traces routed by trace id (as the Collector's loadbalancing exporter routes them),
+for the local judge (CPU-bound) and a scripted judge answering after 50 ms (I/O-bound).
+
+Each run sends N generations (traces of 4 spans, 512 spans a request, one sender thread and
+one gRPC channel per process, as the loadbalancing exporter keeps one per backend), then the
+clock runs until every job was scored and its evaluation exported to an OTLP receiver on
+127.0.0.1. Besides scores/s it reports the CPU the service processes used (from
+/proc/<pid>/stat): CPU ms per score, and how many cores the processes kept busy, which is
+what bounds the ratio on a small machine. With --profile, py-spy samples the one-process
+runs (all threads, idle time left out) and prints where their time goes.
+
+Usage: python benchmarks/scale_out.py [--generations N] [--processes 1 2 4] [--profile]
+                                      [--synchronous FULL|NORMAL]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+import httpx
+from opentelemetry.sdk.trace import ReadableSpan
+from serve import Service, bodies, generations, judge_server, receiver, service
+
+from agentscore.serve.grpc_ingest import EXPORT_METHOD
+
+_TICKS = os.sysconf("SC_CLK_TCK")
+_RETRY = (grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.UNAVAILABLE)
+# Where a sampled stack spends its time: the first rule whose marker is in the stack wins.
+_CATEGORIES = (
+    ("judge: local judge (claims, alignment)", ("agentscore/judges/local", "grounding")),
+    ("judge: OpenAI client (request, parse)", ("openai/", "httpx/", "httpcore/")),
+    ("scorer steps, prompts, results", ("agentscore/scorers/", "agentscore/result")),
+    ("export of evaluations (OTLP/HTTP)", ("serve/export.py", "exporter/otlp")),
+    ("telemetry: spans, log records", ("agentscore/telemetry/", "opentelemetry/sdk")),
+    ("ingest: decode, read spans, commit", ("serve/otlp.py", "serve/ingest.py", "spans/")),
+    ("queue: SQLite", ("serve/queue.py",)),
+    ("gRPC server", ("grpc/",)),
+    ("event loop, threads", ("asyncio/", "anyio/", "threading.py", "concurrent/")),
+)
+
+
+@dataclass
+class Run:
+    processes: int
+    rate: float
+    cpu_seconds: float
+    elapsed: float
+    generations: int
+
+    @property
+    def cpu_ms_per_score(self) -> float:
+        return 1000 * self.cpu_seconds / self.generations
+
+    @property
+    def cores_busy(self) -> float:
+        return self.cpu_seconds / self.elapsed
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _TICKS  # utime + stime
+
+
+def send_all(target: str, payloads: list[bytes]) -> None:
+    """One channel, requests one after another; a refusal is retried, as exporters do."""
+    with grpc.insecure_channel(target) as channel:
+        export = channel.unary_unary(EXPORT_METHOD)
+        for body in payloads:
+            while True:
+                try:
+                    export(body, timeout=30)
+                    break
+                except grpc.RpcError as error:
+                    if error.code() not in _RETRY:
+                        raise
+                    time.sleep(0.05)
+
+
+def scale(
+    tmp: Path,
+    receiver_url: str,
+    spans: list[ReadableSpan],
+    processes: int,
+    judge_url: str,
+    profile: Path | None,
+    synchronous: str,
+) -> Run:
+    count = len(spans) // 4
+    env = {"BENCH_JUDGE_URL": judge_url} if judge_url else {}
+    options = ("--max-queue", "1000000", "--synchronous", synchronous)
+    with ExitStack() as stack:
+        services: list[Service] = [
+            stack.enter_context(service(tmp, receiver_url, env, *options)) for _ in range(processes)
+        ]
+        shares: list[list[ReadableSpan]] = [[] for _ in services]
+        for span in spans:  # by trace id, as the loadbalancing exporter routes
+            shares[span.get_span_context().trace_id % processes].append(span)
+        payloads = [bodies(share, 512) for share in shares]
+        sampler = _profile(services[0].pid, profile) if profile else None
+        cpu_before = sum(cpu_seconds(s.pid) for s in services)
+        started = time.perf_counter()
+        senders = [
+            threading.Thread(target=send_all, args=(s.grpc_target, share))
+            for s, share in zip(services, payloads, strict=True)
+        ]
+        for sender in senders:
+            sender.start()
+        for sender in senders:
+            sender.join()
+        while True:
+            healths = [httpx.get(f"{s.url}/healthz").json() for s in services]
+            if sum(h["scored"] + h["failed"] for h in healths) >= count:
+                break
+            time.sleep(0.02)
+        elapsed = time.perf_counter() - started
+        cpu = sum(cpu_seconds(s.pid) for s in services) - cpu_before
+        if sampler is not None:
+            sampler.send_signal(signal.SIGINT)  # py-spy writes what it sampled, then exits
+            sampler.wait(60)
+    assert sum(h["failed"] for h in healths) == 0, healths
+    return Run(processes, count / elapsed, cpu, elapsed, count)
+
+
+def _profile(pid: int, output: Path) -> subprocess.Popen[bytes]:
+    py_spy = Path(sys.executable).with_name("py-spy")
+    command = [str(py_spy), "record", "--pid", str(pid), "--format", "raw", "--nonblocking"]
+    command += ["--rate", "200", "--output", str(output)]
+    sampler = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1.0)  # attached before the clock starts
+    return sampler
+
+
+def summarize(profile: Path) -> list[str]:
+    """Share of the sampled (non-idle) time by category, and the hottest functions."""
+    categories: Counter[str] = Counter()
+    leaves: Counter[str] = Counter()
+    total = 0
+    for line in profile.read_text().splitlines():
+        stack, _, samples = line.rpartition(" ")
+        count = int(samples)
+        total += count
+        frames = stack.split(";")
+        categories[_category(stack)] += count
+        leaves[frames[-1]] += count
+    if not total:
+        return ["  (no samples)"]
+    lines = [f"  {share / total:6.1%}  {name}" for name, share in categories.most_common()]
+    lines.append("  hottest functions (self time):")
+    lines += [f"  {share / total:6.1%}  {name}" for name, share in leaves.most_common(8)]
+    return lines
+
+
+def _category(stack: str) -> str:
+    for name, markers in _CATEGORIES:
+        if any(marker in stack for marker in markers):
+            return name
+    return "other"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--generations", type=int, default=1000)
+    parser.add_argument("--processes", type=int, nargs="+", default=[1, 2, 4])
+    parser.add_argument("--profile", action="store_true", help="py-spy the 1-process runs")
+    parser.add_argument("--synchronous", choices=["FULL", "NORMAL"], default="FULL")
+    args = parser.parse_args()
+    print(
+        f"machine: {os.cpu_count()} CPUs, {platform.platform()}, Python {platform.python_version()}"
+    )
+    print(f"load average before: {os.getloadavg()}, --synchronous {args.synchronous}")
+    spans = generations(args.generations)
+    with tempfile.TemporaryDirectory() as directory, receiver() as receiver_url:
+        tmp = Path(directory)
+        with judge_server(0.05) as scripted:
+            judges = (("local judge", ""), ("scripted judge, 50 ms", scripted))
+            for index, (name, judge_url) in enumerate(judges):
+                runs: list[Run] = []
+                for processes in args.processes:
+                    profile = tmp / f"profile-{index}.txt"
+                    wanted = args.profile and processes == 1
+                    runs.append(
+                        scale(
+                            tmp,
+                            receiver_url,
+                            spans,
+                            processes,
+                            judge_url,
+                            profile if wanted else None,
+                            args.synchronous,
+                        )
+                    )
+                    if wanted:
+                        print(f"profile, {name}, 1 process (py-spy, all threads, not idle):")
+                        print("\n".join(summarize(profile)))
+                base = runs[0].rate
+                for run in runs:
+                    print(
+                        f"{name}: {run.processes} process(es) {run.rate:,.1f} scores/s "
+                        f"(x{run.rate / base:.2f}), {run.cpu_ms_per_score:.2f} CPU ms/score, "
+                        f"{run.cores_busy:.2f} cores busy in the services"
+                    )
+                print(f"load average: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()
