@@ -24,6 +24,7 @@ from agentscore.scorers import (
     create_rubric_scorer,
     create_tool_call_accuracy_scorer,
 )
+from agentscore.scorers.base import NO_CONTEXT_REASON
 from agentscore.testing import ScriptedEndpoint, chat_completion
 from tests.new_scorers import lookup_order
 
@@ -154,8 +155,9 @@ async def test_context_relevance_judges_each_item_and_repairs_a_wrong_count() ->
 
 async def test_context_relevance_with_no_context_has_nothing_to_judge() -> None:
     result = await create_context_relevance_scorer("local").run(RUN)
-    assert result.status is ScoreStatus.NO_CLAIMS
-    assert result.reason == "Not scored: there was no context to judge."
+    assert result.status is ScoreStatus.NO_CONTEXT
+    assert result.score is None and result.passed is None
+    assert result.reason == NO_CONTEXT_REASON
 
 
 # --- completeness and rubric ----------------------------------------------------------------

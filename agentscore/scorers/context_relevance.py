@@ -41,10 +41,10 @@ def create_context_relevance_scorer(
 
     Each context item gets a verdict against the user's question: yes (useful for answering
     it), unsure (marginal), no (irrelevant). Context as for faithfulness: `get_context(params)`
-    if given, else `context`, else the run's tool results (one item per result). No context
-    scores 0 ("no_claims"); a run with no user message fails with `MissingInputError`. With
-    `model="local"` (the default) the verdicts are lexical: an item sharing a content word with
-    the question is "yes", any other "unsure".
+    if given, else `context`, else the run's tool results and retrieved documents (one item
+    each). No context ends as "no_context" (no score); a run with no user message fails with
+    `MissingInputError`. With `model="local"` (the default) the verdicts are lexical: an item
+    sharing a content word with the question is "yes", any other "unsure".
     """
     check_context_options(context, get_context)
 
@@ -73,6 +73,8 @@ def create_context_relevance_scorer(
 
     @on_loop
     def generate_score(params: StepParams) -> Score:
+        if not params.state["context"]:
+            return Score(status="no_context")  # nothing retrieved: nothing to judge
         return weighted_score(params.state["items"], _WEIGHTS, scale)
 
     @on_loop
@@ -84,7 +86,7 @@ def create_context_relevance_scorer(
             noun="context items",
             good="bear on the question",
             labels={Verdict.UNSURE: "Marginal", Verdict.NO: "Irrelevant"},
-            empty="Not scored: there was no context to judge.",
+            empty="Not scored: the judge returned no verdicts.",
         )
 
     return Scorer(
