@@ -177,7 +177,10 @@ async def _evaluate_item(
     async with anyio.create_task_group() as task_group:
         for scorer in scorers:
             task_group.start_soon(score, scorer)
-    return EvalItemResult(index=index, run=run, scorer_results=scored)
+    # In the scorers' order, not the order they finished in (sharing a request, they finish
+    # together), so reports and "first failure" lines are stable.
+    ordered = {scorer.id: scored[scorer.id] for scorer in scorers if scorer.id in scored}
+    return EvalItemResult(index=index, run=run, scorer_results=ordered)
 
 
 def split_messages(record: Mapping[str, Any]) -> Mapping[str, Any]:
