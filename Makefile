@@ -42,6 +42,8 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/serve.py
 	$(BIN)/python benchmarks/serve_memory.py
 	$(BIN)/python benchmarks/serve_latency.py
+	$(BIN)/python benchmarks/handover.py
+	$(BIN)/python benchmarks/context_cost.py
 	$(BIN)/python benchmarks/eval_ci.py
 	$(BIN)/python benchmarks/scale_out.py
 

@@ -16,6 +16,7 @@ from typing import Any, TextIO
 
 import structlog
 
+from agentscore import errors
 from agentscore._eval_failures import Breaker, FailureTally, JudgeKeepsFailing
 from agentscore._eval_progress import Progress
 from agentscore._failing import failing_claims
@@ -27,6 +28,7 @@ from agentscore.batch import EvalItemResult, run_evals_sync, split_messages
 from agentscore.context import run_context
 from agentscore.errors import ConfigurationError
 from agentscore.judges.base import Judge
+from agentscore.judges.check import explain
 from agentscore.judges.resolve import resolve_judge
 from agentscore.scorers import (
     answer_relevancy,
@@ -67,8 +69,13 @@ _DEFAULT_THRESHOLDS = {
     "context_relevance": context_relevance.DEFAULT_THRESHOLD,
     "completeness": completeness.DEFAULT_THRESHOLD,
 }
-_UNREACHABLE = {"JudgeConnectionError", "JudgeAuthError", "JudgeTimeoutError"}
 _HEADERS = ["scorer", "mean", "pass rate", "scored", "failed", "no context"]
+# Every way a judge can refuse: a 404 model, a 400, a refused key, no connection, a timeout...
+_JUDGE_ERRORS = frozenset(
+    cls.__name__
+    for cls in vars(errors).values()
+    if isinstance(cls, type) and issubclass(cls, errors.JudgeError)
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,10 +190,13 @@ def run_eval_file(options: EvalOptions) -> int:
             file=sys.stderr,
         )
         return 2
-    if summary.unreachable:
+    if summary.refused:
+        print("agentscore eval: every judge request failed:", file=sys.stderr)
+        for error_type, message in sorted(summary.refused.items()):
+            print(f"  {explain(error_type, message, options.judge)}", file=sys.stderr)
         print(
-            f"agentscore eval: every judge call failed ({', '.join(sorted(summary.unreachable))}); "
-            "check OPENAI_BASE_URL / OPENAI_API_KEY, or use --judge local",
+            "agentscore eval: nothing was judged; fix the judge (agentscore check tells what "
+            "is wrong), or use --judge local",
             file=sys.stderr,
         )
         return 2
@@ -484,7 +494,7 @@ class _Output:
 class _Summary:
     table: list[list[str]]
     pass_rates: dict[str, float | None]
-    unreachable: set[str]
+    refused: dict[str, str]  # error type -> one message, when every judge request failed
     no_context: dict[str, int]  # scorers with records they had no context for
 
 
@@ -492,7 +502,7 @@ def _summarize(rows: list[dict[str, Any]], scorers: list[Scorer]) -> _Summary:
     """Like `batch.summarize`: a record that errored before scoring counts as failed for
     every scorer, and failures count against the pass rate; a record with no context is
     counted apart, outside the mean and the pass rate."""
-    table, rates, error_types, no_context = [], {}, [], {}
+    table, rates, failed_entries, no_context = [], {}, [], {}
     item_errors = sum(1 for row in rows if row.get("error"))
     for scorer in scorers:
         entries = [row["scores"][scorer.id] for row in rows if scorer.id in row.get("scores", {})]
@@ -500,7 +510,7 @@ def _summarize(rows: list[dict[str, Any]], scorers: list[Scorer]) -> _Summary:
         verdicts = [bool(e["passed"]) for e in entries if e.get("passed") is not None]
         failures = [e for e in entries if e.get("status") == "failed"]
         missing = sum(1 for e in entries if e.get("status") == "no_context")
-        error_types += [(e.get("error") or {}).get("type", "") for e in failures]
+        failed_entries += [e.get("error") or {} for e in failures]
         failed = len(failures) + item_errors
         judged = len(verdicts) + failed
         rate = sum(verdicts) / judged if judged else None
@@ -517,6 +527,19 @@ def _summarize(rows: list[dict[str, Any]], scorers: list[Scorer]) -> _Summary:
         )
         if missing:
             no_context[scorer.id] = missing
-    total = sum(len(row.get("scores", {})) for row in rows)
-    unreachable = set(error_types) & _UNREACHABLE if total and len(error_types) == total else set()
-    return _Summary(table, rates, unreachable, no_context)
+    # Runs that needed no judge (no claims) neither count as refused nor as judged.
+    judged = sum(
+        1
+        for row in rows
+        for entry in row.get("scores", {}).values()
+        if entry.get("status") in ("scored", "failed")
+    )
+    refused = {
+        error.get("type", ""): str(error.get("message", ""))
+        for error in failed_entries
+        if error.get("type") in _JUDGE_ERRORS
+    }
+    everything_refused = judged and len(failed_entries) == judged
+    all_judge_errors = all(error.get("type") in _JUDGE_ERRORS for error in failed_entries)
+    refused_all = refused if everything_refused and all_judge_errors else {}
+    return _Summary(table, rates, refused_all, no_context)

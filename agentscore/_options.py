@@ -1,13 +1,33 @@
-"""Validation of numeric options at construction, so a wrong one is a `ConfigurationError`
-naming the option, not a `TypeError` (or a failure of every run) later."""
+"""Validation of options where they are taken, so a wrong one is a `ConfigurationError`
+naming the option, not a `TypeError` (or a failure of every run, or a silent misreading such
+as `user_facts="no"` read as true) later."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 from agentscore.errors import ConfigurationError
 
-__all__ = ["check_number"]
+__all__ = ["check_flag", "check_mapping", "check_number", "check_text"]
+
+
+def check_flag(name: str, value: object) -> None:
+    """Raise `ConfigurationError` unless `value` is a bool: "no" and 0 are not flags."""
+    if not isinstance(value, bool):
+        raise ConfigurationError(f"{name} must be True or False, not {type(value).__name__}")
+
+
+def check_mapping(name: str, value: object) -> None:
+    """Raise `ConfigurationError` unless `value` is None or a mapping (a dict)."""
+    if value is not None and not isinstance(value, Mapping):
+        raise ConfigurationError(f"{name} must be a dict (a mapping), not {type(value).__name__}")
+
+
+def check_text(name: str, value: object) -> None:
+    """Raise `ConfigurationError` unless `value` is None or a string."""
+    if value is not None and not isinstance(value, str):
+        raise ConfigurationError(f"{name} must be a string, not {type(value).__name__}")
 
 
 def check_number(

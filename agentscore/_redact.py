@@ -8,12 +8,21 @@ redaction time so a key set late is still covered.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
 import threading
 
-__all__ = ["known_secrets", "redact", "redact_library_logs", "register_secret"]
+__all__ = [
+    "known_secrets",
+    "redact",
+    "redact_exception",
+    "redact_library_logs",
+    "register_secret",
+    "scrub",
+    "scrub_data",
+]
 
 _REPLACEMENT = "[REDACTED]"
 # Shorter values ("1", "true") would blank out ordinary words and numbers.
@@ -66,13 +75,55 @@ def known_secrets() -> list[str]:
 
 def redact(text: str, *secrets: str | None) -> str:
     """Return `text` with known secrets and credential-shaped substrings replaced, and bounded."""
-    for secret in (*(s for s in secrets if s and len(s) >= 4), *known_secrets()):
-        text = text.replace(secret, _REPLACEMENT)
-    for pattern, replacement in _SECRET_PATTERNS:
-        text = pattern.sub(replacement, text)
+    text = scrub(text, *secrets)
     if len(text) > _MAX_LENGTH:
         text = text[:_MAX_LENGTH] + "…"
     return text
+
+
+def scrub(text: str, *secrets: str | None, known: list[str] | None = None) -> str:
+    """`redact` without the length bound, for text that is kept whole (a verdict's reason).
+    `known`: `known_secrets()` read once by a caller scrubbing many strings."""
+    for secret in (*(s for s in secrets if s and len(s) >= 4), *(known or known_secrets())):
+        text = text.replace(secret, _REPLACEMENT)
+    for pattern, replacement in _SECRET_PATTERNS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def scrub_data(data: object) -> object:
+    """Every string in JSON-like data (dicts, lists, tuples) scrubbed; the rest as it is."""
+    known = known_secrets()
+
+    def walk(item: object) -> object:
+        if isinstance(item, str):
+            return scrub(item, known=known)
+        if isinstance(item, dict):
+            return {key: walk(value) for key, value in item.items()}
+        if isinstance(item, list | tuple):
+            return [walk(value) for value in item]
+        return item
+
+    return walk(data)
+
+
+def redact_exception(exc: BaseException) -> BaseException:
+    """Remove secrets from an exception's text in place, so it can be raised as it is (its
+    type and traceback kept): its arguments, and the `message` and `body` of API errors (a
+    provider's 401 often quotes the key it refused), along its cause and context chain."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        current.args = tuple(scrub_data(arg) for arg in current.args)
+        for name in ("message", "body"):
+            value = getattr(current, name, None)
+            if isinstance(value, str | dict | list):
+                # A read-only property gets its text from the arguments, scrubbed above.
+                with contextlib.suppress(AttributeError):
+                    setattr(current, name, scrub_data(value))
+        current = current.__cause__ or current.__context__
+    return exc
 
 
 def _env_secret_parts(value: str) -> list[str]:

@@ -20,7 +20,8 @@ from opentelemetry.trace import Span, Status, StatusCode
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentscore._clients import LoopLocalClient, create_chat_completion
-from agentscore._redact import register_secret
+from agentscore._options import check_mapping, check_text
+from agentscore._redact import redact_exception, register_secret
 from agentscore.adapters import coerce_messages
 from agentscore.errors import ConfigurationError
 from agentscore.evals import Evals, EvalsLike, SampledScorer, sampled_entries
@@ -186,6 +187,7 @@ class Agent:
         disables scoring for it. A wrong scorer type raises `ConfigurationError` here, before
         any model call."""
         entries = self.evals.entries if scorers is None else sampled_entries(scorers, 1.0)
+        _check_call_options(request_context, conversation_id)
         input_messages = coerce_messages(prompt, default_role="user")
         conversation = self._conversation(input_messages)
         run_id = uuid.uuid4().hex
@@ -254,6 +256,7 @@ class Agent:
         garbage-collected.
         """
         entries = self.evals.entries if scorers is None else sampled_entries(scorers, 1.0)
+        _check_call_options(request_context, conversation_id)
         input_messages = coerce_messages(prompt, default_role="user")
         conversation = self._conversation(input_messages)
         run_id = uuid.uuid4().hex
@@ -384,16 +387,22 @@ class Agent:
             body = self._chat_body(messages)
             started = time.perf_counter()
             first = True
-            stream = await self._client.get().chat.completions.create(
-                **body, stream=True, stream_options={"include_usage": True}
-            )
-            async for chunk in stream:
-                piece = accumulator.add(chunk)
-                if first and (piece or accumulator.calls):
-                    first = False
-                    span.set_attribute(semconv.TIME_TO_FIRST_CHUNK, time.perf_counter() - started)
-                if piece:
-                    yield piece
+            try:
+                stream = await self._client.get().chat.completions.create(
+                    **body, stream=True, stream_options={"include_usage": True}
+                )
+                async for chunk in stream:
+                    piece = accumulator.add(chunk)
+                    if first and (piece or accumulator.calls):
+                        first = False
+                        span.set_attribute(
+                            semconv.TIME_TO_FIRST_CHUNK, time.perf_counter() - started
+                        )
+                    if piece:
+                        yield piece
+            except Exception as exc:
+                redact_exception(exc)  # a 401 may quote the key it refused
+                raise
             response = accumulator.completion()
             record_chat_response(span, response)
             if self.telemetry.capture_content and span.is_recording():
@@ -429,7 +438,13 @@ class Agent:
         ) as span:
             if self.telemetry.capture_content and span.is_recording():
                 span.set_attribute(semconv.INPUT_MESSAGES, messages_attribute(messages))
-            response = await create_chat_completion(self._client.get(), self._chat_body(messages))
+            try:
+                response = await create_chat_completion(
+                    self._client.get(), self._chat_body(messages)
+                )
+            except Exception as exc:
+                redact_exception(exc)  # a 401 may quote the key it refused
+                raise
             record_chat_response(span, response)
             if self.telemetry.capture_content and span.is_recording() and response.choices:
                 reply = _assistant_message(response.choices[0].message)
@@ -549,6 +564,13 @@ def _assistant_message(message: Any) -> Message:
             if getattr(call, "function", None) is not None
         ),
     )
+
+
+def _check_call_options(request_context: object, conversation_id: object) -> None:
+    # Before any model call: a wrong type found while scoring would cost the caller the
+    # answer it already paid for.
+    check_mapping("request_context", request_context)
+    check_text("conversation_id", conversation_id)
 
 
 def _add_usage(usage: Usage, response: ChatCompletion) -> Usage:

@@ -1,4 +1,4 @@
-"""The `agentscore` command: `demo`, `eval`, `compare` and `serve`."""
+"""The `agentscore` command: `demo`, `eval`, `compare`, `check` and `serve`."""
 
 from __future__ import annotations
 
@@ -118,12 +118,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="write the comparison as markdown (also appended to $GITHUB_STEP_SUMMARY)",
     )
 
+    check = commands.add_parser(
+        "check",
+        help="send each judge of your scorers one small request and report any problem",
+        description="Exit 0 when every judge answered, 2 when one did not (a misspelled "
+        "model, a refused key, an endpoint that cannot be reached).",
+    )
+    check.add_argument("--scorers", required=True, help="MODULE:ATTR, an Evals or scorer list")
+
     from agentscore.serve.command import add_serve_command, serve_command
 
     add_serve_command(commands)
     args = parser.parse_args(argv)
     if args.command == "serve":
         return serve_command(args)
+    if args.command == "check":
+        return _check(args.scorers)
     if args.command == "demo":
         from agentscore.demo import run_demo
 
@@ -154,6 +164,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             progress_every=args.progress_every,
         )
     )
+
+
+def _check(spec: str) -> int:
+    from agentscore.errors import ConfigurationError
+    from agentscore.serve.service import load_evals
+
+    try:
+        checks = load_evals(spec).check()
+    except (ConfigurationError, ImportError, AttributeError) as exc:
+        print(f"agentscore check: {exc}", file=sys.stderr)
+        return 2
+    for found in checks:
+        where = f" at {found.endpoint}" if found.endpoint else " (offline)"
+        print(f"{'ok' if found.ok else 'PROBLEM':<8}{found.model}{where}")
+        if not found.ok:
+            print(f"        {found.problem}")
+    return 0 if all(found.ok for found in checks) else 2
 
 
 def _threshold(text: str) -> tuple[str, float]:

@@ -16,9 +16,10 @@ import structlog
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanContext
 
-from agentscore._options import check_number
+from agentscore._options import check_mapping, check_number, check_text
 from agentscore.adapters import coerce_messages
 from agentscore.errors import ConfigurationError, UnreadableMessageError
+from agentscore.judges.check import JudgeCheck, check_judges
 from agentscore.messages import Message, Role
 from agentscore.pipeline.choose import accepts, accepts_async, sampled_scorers
 from agentscore.pipeline.runner import Runner, ScoreJob, ScoreSink, default_runner
@@ -91,13 +92,16 @@ class Evals:
         `documents` are the texts retrieved for this answer (RAG): the built-in scorers judge
         against them beside the tool results in `output`.
         The evaluation is parented to `span` (a `Span` or `SpanContext`; default: the current
-        span) and sampled on its trace id. Returns at once, never raises once its arguments
-        are of the right types (`documents` that is not a list of strings is a
-        `ConfigurationError`): True when at least one scorer was queued. Messages no adapter
-        reads end as failed results (`UnreadableMessageError`), never as a score of an empty
-        answer.
+        span) and sampled on its trace id. Returns at once, never raises for scoring trouble:
+        True when at least one scorer was queued. Messages no adapter reads end as failed
+        results (`UnreadableMessageError`), never as a score of an empty answer. An option of
+        the wrong type (`request_context=[1, 2]`) is a `ConfigurationError` naming it, at once.
+        `documents` that is not a list of strings is a `ConfigurationError` too.
         """
         retrieved = _documents(documents)
+        check_mapping("request_context", request_context)
+        check_text("conversation_id", conversation_id)
+        check_text("agent_name", agent_name)
         try:
             context = _span_context(span)
             run_id = f"{random.getrandbits(128):032x}"  # unique, not secret: no need for uuid4
@@ -251,6 +255,13 @@ class Evals:
             job = ScoreJob(scorer, run, job_telemetry, sink, read, together)
             queued = runner.submit(job) or queued
         return queued
+
+    def check(self) -> list[JudgeCheck]:
+        """Send each distinct judge of these scorers one small request and report, per model,
+        what is wrong in plain words (a misspelled model, a refused key, an endpoint that
+        cannot be reached); `JudgeCheck.ok` when it answered. Blocking (up to 20 s a judge);
+        never raises for a judge's failure. The offline local judge is always ok."""
+        return check_judges(entry.scorer.judge for entry in self.entries)
 
     @classmethod
     def coerce(cls, value: EvalsLike) -> Evals:

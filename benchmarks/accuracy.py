@@ -8,7 +8,9 @@ context = the knowledge passage), SummEdits (label 1 = grounded), WiCE dev (only
 
 Held-out sets (benchmarks/data, converted samples; see its README; never used for any
 choice): FRANK CNN/DM and FRANK XSum test splits (human factuality = 1.0 is grounded),
-HaluEval QA multi-turn, WiCE test.
+HaluEval QA multi-turn, WiCE test; and "Agent JSON gen", generated (not collected) agent
+answers restating JSON tool results (benchmarks/make_agent_set.py), for the cascade's
+savings on agent-style runs.
 
 Per set it prints:
 - local: balanced accuracy of the local judge alone; a response is grounded iff every claim
@@ -133,6 +135,7 @@ HELD_OUT_SETS: dict[str, Callable[[], list[Item]]] = {
     "FRANK XSum": held_out("frank_xsum_test"),
     "HaluEval QA mt": held_out("halueval_qa_multiturn"),
     "WiCE test": held_out("wice_test"),
+    "Agent JSON gen": held_out("agent_tool_results"),
 }
 
 
@@ -173,7 +176,8 @@ def run_cascade(items: Sequence[Item], escalate: Escalate) -> CascadeOutcome:
     endpoint = ScriptedEndpoint(oracle)
     llm = OpenAIJudge("oracle", client=endpoint.client(max_retries=0), use_cache=False)
     scorer = create_hallucination_scorer(
-        CascadeJudge(LocalJudge(), llm, escalate=escalate),
+        # No calibration share: it would send 2% more runs to the oracle, by random run id.
+        CascadeJudge(LocalJudge(), llm, escalate=escalate, calibration=0.0),
         get_context=run_context,
         include_reason=False,
     )

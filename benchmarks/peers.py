@@ -2,8 +2,8 @@
 
 One local OpenAI-compatible judge (`benchmarks/_judge_server.py`, its own process, fixed
 latency per request) answers every library's prompts with valid structured replies and the
-same deterministic verdicts. The same 50 HaluEval cases (`benchmarks/cases.py`) are scored,
-at the same concurrency, by:
+same deterministic verdicts. The same 50 HaluEval knowledge-QA cases
+(`benchmarks/halueval_qa_cases.py`) are scored, at the same concurrency, by:
 
 - agentscore, default (one judge call per case), in this process;
 - agentscore, a second pass over the same cases with the same judge (its response cache);
@@ -78,7 +78,7 @@ from agentscore.scorers import (  # noqa: E402
     create_hallucination_scorer,
 )
 from agentscore.scorers.together import score_together  # noqa: E402
-from benchmarks.cases import Case, load_cases  # noqa: E402
+from benchmarks.halueval_qa_cases import Case, load_cases  # noqa: E402
 
 PEERS_VENV = ROOT / ".cache" / "peers-venv"
 PEERS_WORK = ROOT / ".cache" / "peers-work"

@@ -3,15 +3,17 @@ worker processes, for a CPU-bound judge (the local one) and an I/O-bound one.
 
 (a) Ingest: traces of 4 spans (HTTP root, invoke_agent with messages, chat, execute_tool),
     made with the OpenTelemetry SDK and encoded as the OTLP/HTTP exporter does (protobuf,
-    512 spans a request, its default batch), posted by 2 client threads; sampling 0, so the
-    service reads every span, finds every generation and commits the open traces' spans,
-    but scores nothing. Once with SQLite synchronous=FULL, once with NORMAL.
+    512 spans a request, its default batch), posted by 2 client threads; sampling 1, so the
+    service reads every span, finds every generation, commits the open traces' spans and
+    stores a job for each generation before its 200. The judge (the scripted server, made
+    to answer after an hour) holds the jobs it leases, so no scoring competes with ingest.
+    Once with SQLite synchronous=FULL, once with NORMAL.
 (b) Scoring: N generations are sent (every one answered 200, so on disk), then the clock
     runs until every job was scored and its evaluation exported. With 2 workers the traces
     are split by trace id, as the Collector's loadbalancing exporter routes them. Judges:
     the local judge, and benchmarks/_judge_server.py (OpenAI-compatible, a real HTTP server
     on 127.0.0.1) answering after 50 ms. Evaluations go to an OTLP receiver on 127.0.0.1
-    that answers 200 and decodes nothing.
+    that answers 200 and decodes nothing (its own process).
 
 Usage: python benchmarks/serve.py [--generations N] [--ingest-requests N]
 """
@@ -31,7 +33,6 @@ import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
@@ -52,37 +53,30 @@ def free_port() -> int:
 
 @contextmanager
 def receiver() -> Iterator[str]:
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            self.send_response(200)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
+    """An OTLP receiver in its own process (benchmarks/_receiver.py), so its work is not
+    charged to the benchmark's interpreter."""
+    with _helper("_receiver.py") as port:
+        yield f"http://127.0.0.1:{port}"
 
-        def log_message(self, format: str, *args: object) -> None:
-            pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+@contextmanager
+def _helper(script: str, *args: str) -> Iterator[str]:
+    """Run a helper script that prints "port N" once it listens; yield N."""
+    process = subprocess.Popen(
+        [sys.executable, str(HERE / script), *args], stdout=subprocess.PIPE, text=True
+    )
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
+        line = process.stdout.readline() if process.stdout else ""
+        yield line.split()[1]
     finally:
-        server.shutdown()
+        process.terminate()
+        process.wait(10)
 
 
 @contextmanager
 def judge_server(latency: float) -> Iterator[str]:
-    process = subprocess.Popen(
-        [sys.executable, str(HERE / "_judge_server.py"), "--latency", str(latency)],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        line = process.stdout.readline() if process.stdout else ""
-        yield f"http://127.0.0.1:{line.split()[1]}/v1"
-    finally:
-        process.terminate()
-        process.wait(10)
+    with _helper("_judge_server.py", "--latency", str(latency)) as port:
+        yield f"http://127.0.0.1:{port}/v1"
 
 
 @dataclass(frozen=True)
@@ -171,18 +165,21 @@ def post_all(url: str, payloads: list[bytes], threads: int = 2) -> None:
         worker.join()
 
 
-def ingest(tmp: Path, receiver_url: str, requests: int, synchronous: str) -> float:
+def ingest(tmp: Path, receiver_url: str, requests: int, synchronous: str, judge_url: str) -> float:
     spans = generations(requests * 128)  # 4 spans each: 512 a request
     payloads = bodies(spans, 512)
-    env = {"BENCH_SAMPLING": "0"}
+    # Sampling 1: every generation becomes a job on disk. The judge never answers during the
+    # run, so the jobs stay stored and scoring takes no CPU from ingest.
+    env = {"BENCH_SAMPLING": "1", "BENCH_JUDGE_URL": judge_url}
     with service(tmp, receiver_url, env, "--synchronous", synchronous) as running:
         url = running.url
         post_all(url, payloads[:2])  # warm-up
         started = time.perf_counter()
         post_all(url, payloads[2:])
         elapsed = time.perf_counter() - started
-        found = httpx.get(f"{url}/healthz").json()["generations_found"]
-    assert found == len(spans) // 4, found
+        health = httpx.get(f"{url}/healthz").json()
+    assert health["generations_found"] == len(spans) // 4, health
+    assert health["jobs_queued"] == len(spans) // 4, health
     return (len(spans) - 2 * 512) / elapsed
 
 
@@ -227,9 +224,11 @@ def main() -> None:
     print(f"load average before: {os.getloadavg()}")
     with tempfile.TemporaryDirectory() as directory, receiver() as receiver_url:
         tmp = Path(directory)
-        for synchronous in ("FULL", "NORMAL"):
-            rate = ingest(tmp, receiver_url, args.ingest_requests, synchronous)
-            print(f"ingest, scoring off, synchronous={synchronous}: {rate:,.0f} spans/s")
+        with judge_server(3600) as stalled:
+            for synchronous in ("FULL", "NORMAL"):
+                rate = ingest(tmp, receiver_url, args.ingest_requests, synchronous, stalled)
+                print(f"ingest, sampling 1 (jobs stored), synchronous={synchronous}: "
+                      f"{rate:,.0f} spans/s")  # fmt: skip
         with judge_server(0.05) as scripted:
             for name, judge_url in (("local judge", ""), ("scripted judge, 50 ms", scripted)):
                 rates = [

@@ -1,77 +1,59 @@
-"""The agent's added latency with scoring in process vs out of process (`agentscore serve`).
+"""The agent's latency at a steady request rate: no scoring, in process, span processor, and
+out of process (`agentscore serve`).
 
-Three agents answer the same scripted model (in-process `ScriptedEndpoint`, zero latency,
-one tool call then the answer), each exporting its spans with the SDK's BatchSpanProcessor
-and OTLP/HTTP exporter, message content on:
+Every part runs in its own process: the OTLP receiver (benchmarks/_receiver.py, answers
+200), the `agentscore serve` service (faithfulness with the local judge, evaluations to
+the receiver), and one agent process per measurement (benchmarks/_latency_agent.py), which
+starts requests on a fixed schedule (open loop) and times each from its scheduled start.
+The four arms:
 
-- baseline: spans to an OTLP receiver that answers 200; nothing is scored anywhere;
-- in process: the same, plus faithfulness with the local judge on agentscore's background
-  runner, in the agent's interpreter (it competes for the GIL);
-- out of process: spans to an `agentscore serve` process scoring them with the local judge.
+- no scoring: spans to the receiver; nothing is scored anywhere;
+- in process: the same, plus `Evals.submit` of each answer inside the request
+  (faithfulness, local judge, on agentscore's background runner in the agent's interpreter);
+  "in process, 0 ms" is the same with `HANDOVER_LINGER` set to 0, the hand-over as it was;
+- span processor: a `ScoringSpanProcessor` with the same scorer on the agent's provider;
+- out of process: spans to `agentscore serve`, which scores them in its own process.
 
-Calls alternate in blocks (A B C C B A ...) so drift hits all three alike; added latency is
-each configuration minus the baseline at the same percentile. The run ends by printing what
-each scorer scored (and what it still had queued), to show both were busy during the calls.
+Arms run one after the other in rounds (A B C D E, then E D C B A, ...) so drift hits all
+alike. "CPU/req" is the agent process's CPU time per request (scoring included), in ms.
+With `--load N`, N busy processes spin during a second pass ("loaded"); the first pass is
+"quiet" only if nothing else runs on the machine: the load average is printed per arm.
 
-Usage: python benchmarks/serve_latency.py [--calls N] [--block N]
+`--after-ms` adds that much Python work to every request after the submit (rendering and
+writing the answer, in a real handler), the stretch a scoring thread woken at submit
+competes with for the GIL.
+
+Usage: python benchmarks/serve_latency.py [--rate R] [--seconds S] [--rounds N] [--load N]
+                                          [--after-ms MS]
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
+import json
+import multiprocessing
 import os
-import statistics
+import platform
+import subprocess
 import sys
 import tempfile
-import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import httpx
-from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from serve import receiver, service
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from serve import receiver, service  # noqa: E402
 
-from agentscore import Agent, Evals, Runner, Telemetry, tool
-from agentscore.judges import LocalJudge
-from agentscore.scorers import create_faithfulness_scorer
-from agentscore.testing import ScriptedEndpoint, chat_completion
-
-ANSWER = "Order 42 shipped on May 2 and arrives on May 5."
-
-
-@tool
-def lookup_order(order_id: int) -> dict[str, Any]:
-    """Look up an order by its id."""
-    return {"order_id": order_id, "status": "shipped", "shipped": "May 2", "eta": "May 5"}
-
-
-def model() -> ScriptedEndpoint:
-    def respond(body: dict[str, Any]) -> Any:
-        if body["messages"][-1]["role"] == "tool":
-            return chat_completion(ANSWER)
-        return chat_completion(None, tool_calls=[("lookup_order", {"order_id": 42})])
-
-    return ScriptedEndpoint(respond)
-
-
-def agent(traces_url: str, evals: Evals | None = None) -> tuple[Agent, TracerProvider]:
-    provider = TracerProvider()
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(traces_url)))
-    telemetry = Telemetry(tracer_provider=provider, capture_content=True)
-    built = Agent(
-        "support",
-        "agent-model",
-        tools=[lookup_order],
-        client=model().client(),
-        evals=evals,
-        telemetry=telemetry,
-    )
-    return built, provider
+ARMS = {  # name: (agent arm, where its spans go, extra arguments)
+    "no scoring": ("none", "receiver", ()),
+    "in process": ("submit", "receiver", ()),
+    "in process, 0 ms": ("submit", "receiver", ("--linger", "0")),
+    "span processor": ("processor", "receiver", ()),
+    "out of process": ("none", "serve", ()),
+}
 
 
 def pct(values: list[int], q: float) -> float:
@@ -79,58 +61,95 @@ def pct(values: list[int], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] / 1000
 
 
-async def run(args: argparse.Namespace, receiver_url: str, serve_url: str) -> None:
-    runner = Runner(max_queue=10 * args.calls, concurrency=4)
-    evals = Evals(scorers=[create_faithfulness_scorer(LocalJudge())], runner=runner)
-    agents = {
-        "baseline": agent(f"{receiver_url}/v1/traces"),
-        "in process": agent(f"{receiver_url}/v1/traces", evals),
-        "out of process": agent(f"{serve_url}/v1/traces"),
-    }
-    times: dict[str, list[int]] = {name: [] for name in agents}
-    order = list(agents)
-    for each, _ in agents.values():  # warm-up
-        for _ in range(100):
-            await each.generate("Where is order 42?")
-    for block in range(args.calls // args.block):
-        for name in order if block % 2 == 0 else reversed(order):
-            each = agents[name][0]
-            for _ in range(args.block):
-                started = time.perf_counter_ns()
-                await each.generate("Where is order 42?")
-                times[name].append(time.perf_counter_ns() - started)
-    for _, provider in agents.values():
-        provider.shutdown()
-    in_process = runner.stats()
-    runner.shutdown(timeout=0)
-    served = await asyncio.to_thread(lambda: httpx.get(f"{serve_url}/healthz").json())
-    base = times["baseline"]
-    print(f"{'µs':<16}{'p50':>10}{'p90':>10}{'p99':>10}{'added p50':>12}{'added p99':>12}")
-    for name, values in times.items():
-        added = (pct(values, 0.5) - pct(base, 0.5), pct(values, 0.99) - pct(base, 0.99))
-        print(
-            f"{name:<16}{pct(values, 0.5):>10.1f}{pct(values, 0.9):>10.1f}"
-            f"{pct(values, 0.99):>10.1f}{added[0]:>12.1f}{added[1]:>12.1f}"
-        )
-    print(f"calls per configuration: {len(base)}; mean baseline {statistics.mean(base) / 1000:.1f}")
-    # Both scorers must have been scoring during the calls, or the comparison says nothing.
+def measure(
+    arm: str, traces: str, extra: tuple[str, ...], args: argparse.Namespace
+) -> dict[str, object]:
+    command = [sys.executable, str(HERE / "_latency_agent.py"), "--arm", arm, *extra]
+    command += ["--traces", traces, "--rate", str(args.rate), "--seconds", str(args.seconds)]
+    command += ["--after-ms", str(args.after_ms)]
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    done = subprocess.run(command, capture_output=True, text=True, env=environment, check=True)
+    result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def spin() -> None:
+    while True:
+        pass
+
+
+@contextmanager
+def cpu_load(processes: int) -> Iterator[None]:
+    workers = [multiprocessing.Process(target=spin, daemon=True) for _ in range(processes)]
+    for worker in workers:
+        worker.start()
+    try:
+        yield
+    finally:
+        for worker in workers:
+            worker.terminate()
+            worker.join()
+
+
+def one_pass(label: str, urls: dict[str, str], args: argparse.Namespace) -> None:
+    latencies: dict[str, list[int]] = {name: [] for name in ARMS}
+    loads: dict[str, list[float]] = {name: [] for name in ARMS}
+    scored: dict[str, int] = dict.fromkeys(ARMS, 0)
+    cpu: dict[str, list[float]] = {name: [] for name in ARMS}
+    order = list(ARMS)
+    for round_ in range(args.rounds):
+        for name in order if round_ % 2 == 0 else reversed(order):
+            arm, sink, extra = ARMS[name]
+            result = measure(arm, f"{urls[sink]}/v1/traces", extra, args)
+            values = result["latencies_us"]
+            assert isinstance(values, list)
+            latencies[name] += values
+            scored[name] += int(str(result["scored"]))
+            loads[name].append(os.getloadavg()[0])
+            cpu[name].append(float(str(result["cpu_ms_per_request"])))
+    served = httpx.get(f"{urls['serve']}/healthz").json()
+    base = latencies["no scoring"]
     print(
-        f"in process: {in_process.scored} scored, {in_process.pending} still queued; out of "
-        f"process: {served['generations_found']} generations found, {served['scored']} scored, "
-        f"{served['pending_jobs']} still queued"
+        f"\n{label}: {args.rate:g} requests/s, {args.rounds} x {args.seconds:g} s per arm, "
+        f"{args.after_ms:g} ms of work after submit"
+    )
+    head = f"{'ms':<16}{'p50':>8}{'p90':>8}{'p99':>8}{'+p50':>8}{'+p90':>8}{'+p99':>8}"
+    print(f"{head}{'requests':>10}{'CPU/req':>9}{'load 1m':>9}")
+    for name, values in latencies.items():
+        added = [pct(values, q) - pct(base, q) for q in (0.5, 0.9, 0.99)]
+        print(
+            f"{name:<16}{pct(values, 0.5):>8.2f}{pct(values, 0.9):>8.2f}{pct(values, 0.99):>8.2f}"
+            f"{added[0]:>+8.2f}{added[1]:>+8.2f}{added[2]:>+8.2f}{len(values):>10}"
+            f"{min(cpu[name]):>9.2f}{max(loads[name]):>9.2f}"
+        )
+    # Every scorer must have been scoring during its arm, or the comparison says nothing.
+    print(
+        f"scored: in process {scored['in process']} + {scored['in process, 0 ms']}, span "
+        f"processor {scored['span processor']},"
+        f" serve {served['scored']} so far ({served['pending_jobs']} jobs still queued)"
     )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--calls", type=int, default=2000)
-    parser.add_argument("--block", type=int, default=50)
+    parser.add_argument("--rate", type=float, default=100.0)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--load", type=int, default=0, help="busy processes for a loaded pass")
+    parser.add_argument(
+        "--after-ms", type=float, default=0.0, help="Python work in each request after submit"
+    )
     args = parser.parse_args()
-    print(f"machine: {os.cpu_count()} CPUs; load average before: {os.getloadavg()}")
+    print(f"machine: {os.cpu_count()} CPUs, {platform.platform()}, Python "
+          f"{platform.python_version()}; load average before {os.getloadavg()}")  # fmt: skip
     with tempfile.TemporaryDirectory() as directory, receiver() as receiver_url:
         env = {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true"}
-        with service(Path(directory), receiver_url, env) as serve_url:
-            asyncio.run(run(args, receiver_url, serve_url))
+        with service(Path(directory), receiver_url, env) as running:
+            urls = {"receiver": receiver_url, "serve": running.url}
+            one_pass("as found", urls, args)
+            if args.load:
+                with cpu_load(args.load):
+                    one_pass(f"loaded (+{args.load} busy processes)", urls, args)
     print(f"load average after: {os.getloadavg()}")
 
 

@@ -57,7 +57,9 @@ def _judge() -> Judge | str:
         )
     if os.environ.get("SERVE_TEST_JUDGE") == "cascade":
         llm = ScriptedEndpoint(_all_supported).client(max_retries=0)
-        return CascadeJudge(LocalJudge(), OpenAIJudge("judge-llm", client=llm, use_cache=False))
+        llm_judge = OpenAIJudge("judge-llm", client=llm, use_cache=False)
+        # No calibration share: the tests count the LLM requests each generation needs.
+        return CascadeJudge(LocalJudge(), llm_judge, calibration=0.0)
     delay = float(os.environ.get("SERVE_TEST_JUDGE_DELAY", "0"))
     return SlowLocalJudge(delay) if delay else "local"
 

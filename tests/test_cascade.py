@@ -61,11 +61,14 @@ def answering(verdict: str) -> Callable[[dict[str, Any]], ScriptedReply]:
 
 def cascade(endpoint: ScriptedEndpoint, **options: Any) -> CascadeJudge:
     llm = OpenAIJudge("judge-llm", client=endpoint.client(max_retries=0), use_cache=False)
+    # No calibration share unless a test asks for one: the default 2% picks random run ids.
+    options.setdefault("calibration", 0.0)
     return CascadeJudge(first=LocalJudge(), then=llm, **options)
 
 
-def run(output: str = ANSWER) -> ScorerRun:
-    return ScorerRun(input="Where is order 1042, and can I return it?", output=output)
+def run(output: str = ANSWER, run_id: str | None = None) -> ScorerRun:
+    ids = {"run_id": run_id} if run_id else {}
+    return ScorerRun(input="Where is order 1042, and can I return it?", output=output, **ids)
 
 
 def verdict_rows(result: Any) -> list[tuple[str, str, str]]:
@@ -161,24 +164,38 @@ async def test_calibration_sends_every_claim_and_counts_agreement(otel: Otel) ->
     assert after[disagree] - before.get(disagree, 0) == 1
 
 
-async def test_the_calibration_share_is_chosen_from_the_content_deterministically() -> None:
+async def test_the_calibration_share_is_chosen_from_the_run_id_deterministically() -> None:
     outputs = [f"Order {1000 + n} shipped on 18 November 2026 with UPS." for n in range(40)]
     context = [f"Order {1000 + n} shipped on 18 November 2026 with UPS." for n in range(40)]
 
-    async def chosen() -> list[int]:
+    async def chosen(shift: int) -> list[int]:
         endpoint = ScriptedEndpoint(answering("yes"))
         scorer = create_faithfulness_scorer(cascade(endpoint, calibration=0.5), context=context)
         picked = []
-        for n, output in enumerate(outputs):
+        for n in range(len(outputs)):
             sent = len(endpoint.requests)
-            await scorer.run(run(output))
+            # The same run id with another answer: the run is in or out all the same.
+            await scorer.run(run(outputs[(n + shift) % len(outputs)], run_id=f"run-{n}"))
             if len(endpoint.requests) > sent:
                 picked.append(n)
         return picked
 
-    first, second = await chosen(), await chosen()
+    first, second = await chosen(0), await chosen(7)
     assert first == second
     assert 0 < len(first) < len(outputs)
+
+
+async def test_by_default_about_one_run_in_fifty_goes_to_both_stages() -> None:
+    endpoint = ScriptedEndpoint(answering("yes"))
+    llm = OpenAIJudge("judge-llm", client=endpoint.client(max_retries=0), use_cache=False)
+    judge = CascadeJudge(then=llm)
+    assert judge.calibration == 0.02
+    scorer = create_faithfulness_scorer(judge, context=CONTEXT)
+    for n in range(1000):
+        await scorer.run(run(SURE_ANSWER, run_id=f"{n:032x}"))
+    # Every claim of SURE_ANSWER is decided locally: only calibration runs send a request.
+    assert 10 <= len(endpoint.requests) <= 30
+    assert judge.agreement()["yes"].compared == len(endpoint.requests)
 
 
 class CrashingLocalJudge(LocalJudge):
@@ -300,8 +317,9 @@ def test_local_plus_a_model_name_is_a_cascade_wherever_a_name_is_accepted() -> N
     assert isinstance(scorer.judge, CascadeJudge)
     assert scorer.judge.model_name == "local+gpt-4o-mini"
     assert scorer.judge.then.model_name == "gpt-4o-mini"
-    # A run the local judge is sure of never reaches the (unconfigured) LLM.
-    result = scorer.run_sync(run(SURE_ANSWER))
+    # A run the local judge is sure of never reaches the (unconfigured) LLM. Its run id is
+    # fixed: one outside the default 2% calibration share (its hash is 0.59 of the range).
+    result = scorer.run_sync(run(SURE_ANSWER, run_id="sure-run"))
     assert (result.score, result.judge_model) == (0.0, "local+gpt-4o-mini")
     with pytest.raises(ConfigurationError, match="must not be empty"):
         create_hallucination_scorer("local+")

@@ -448,3 +448,35 @@ async def test_a_failed_first_request_lets_the_waiters_try_themselves() -> None:
 
     assert sorted(str(r.status) for r in results) == ["failed", "scored"]
     assert len(endpoint.requests) == 2
+
+
+@pytest.mark.parametrize("hedge", ["is expected to", "should", "is scheduled to", "will likely"])
+async def test_a_hedged_eta_from_a_tool_result_is_faithful_and_not_hallucinated(
+    hedge: str,
+) -> None:
+    # The case of issue 20: the local judge called it speculative (faithfulness 0.5) while
+    # hallucination passed it; the two scorers must agree on one claim.
+    messages = [
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "lookup_order", "arguments": '{"order_id": 1042}'},
+                }
+            ],
+        },
+        {
+            "role": "tool",
+            "tool_call_id": "call_1",
+            "content": '{"order_id": 1042, "eta": "2026-11-24"}',
+        },
+        {"role": "assistant", "content": f"Order 1042 {hedge} arrive on 2026-11-24."},
+    ]
+    run = ScorerRun(input="When does order 1042 arrive?", output=messages)
+    faithful = await create_faithfulness_scorer("local").run(run)
+    hallucinated = await create_hallucination_scorer("local").run(run)
+    assert (faithful.score, faithful.passed) == (1.0, True)
+    assert (hallucinated.score, hallucinated.passed) == (0.0, True)

@@ -224,7 +224,8 @@ def test_unreachable_judge_endpoint_is_explained(
     captured = capsys.readouterr()
     assert "faithfulness  -     0.0%       0       1" in captured.out
     err = captured.err
-    assert "every judge call failed (JudgeConnectionError)" in err
+    assert "every judge request failed" in err
+    assert "cannot be reached: check OPENAI_BASE_URL" in err
     assert "sk-unused" not in err
 
 

@@ -84,8 +84,72 @@ def test_a_number_conflict_with_the_aligned_evidence_is_decided(
 
 
 def test_a_number_the_context_never_gives_is_decided_unsupported() -> None:
-    verdict, sure = decided("The Riverside Library has 12 reading rooms.", PROSE)
+    verdict, sure = decided("The Riverside Library has 45 reading rooms.", PROSE)
     assert (verdict, sure) == ("unsure", True)
+
+
+BOX_SCORE = [
+    json.dumps(
+        {"home": {"team": "Celtics", "points": 105}, "away": {"team": "Knicks", "points": 98}}
+    ),
+    json.dumps({"player": "Jaylen Brown", "field_goals_made": 9, "field_goals_attempted": 18}),
+]
+
+
+@pytest.mark.parametrize(
+    "claim",
+    [
+        "The Celtics won by 7 points.",  # a margin: 105 - 98
+        "The teams combined for 203 points.",  # a total
+        "Jaylen Brown shot 50 percent from the field.",  # a share: 9 of 18
+        "The Celtics won their third straight game.",  # a rank counted from elsewhere
+        "Jaylen Brown made two free throws.",  # a small count
+        "The two teams scored a total of 250 points.",  # an aggregate the claim announces
+        "Jaylen Brown is averaging 21.5 points a game.",
+    ],
+)
+def test_a_number_the_writer_may_have_computed_is_not_decided(claim: str) -> None:
+    assert decided(claim, BOX_SCORE)[1] is False
+
+
+def test_a_restatement_about_another_person_is_not_decided() -> None:
+    context = ["She has moved to Leeds with her family."]
+    assert decided("She has moved to Leeds with her family.", context) == ("yes", True)
+    assert decided("He has moved to Leeds with his family.", context)[1] is False
+
+
+def test_a_year_next_to_one_the_context_gives_is_not_decided_missing() -> None:
+    context = ["The first debate was held in June.", "The 2020 presidential cycle began early."]
+    assert decided("The first debate was held in June 2019.", context)[1] is False
+    assert decided("The first debate was held in June 2015.", context) == ("unsure", True)
+    # The same year given otherwise for the same fact is a contradiction all the same.
+    assert decided("The Riverside Library opened in 1963.", PROSE) == ("no", True)
+
+
+@pytest.mark.parametrize(
+    ("claim", "context"),
+    [
+        # lower-cased, tokenised text hides its names from the name checks
+        ("the man , UNK UNK , was saved by a team from nepal .",
+         ["The man, Rishi Khanal, was saved by a team from Nepal."]),
+        ("the riverside library opened in 1962 .", PROSE),
+    ],
+)  # fmt: skip
+def test_a_claim_that_writes_the_contexts_names_in_lower_case_is_not_decided(
+    claim: str, context: list[str]
+) -> None:
+    assert decided(claim, context)[1] is False
+
+
+def test_several_unknown_names_or_a_long_claim_do_not_decide_a_swap() -> None:
+    context = ["Lady Amelia is a third cousin of William and Harry, grandchildren of the Queen."]
+    claim = "She is a third cousin of Prince William, Duke of Cambridge, and Prince Harry."
+    assert decided(claim, context)[1] is False
+
+
+def test_a_date_written_with_dots_is_the_same_date() -> None:
+    context = ["Auxiliary Bishop of Butuan (2003.06.11 – 2009.05.07)."]
+    assert check("He became auxiliary bishop of Butuan on 11 June 2003.", context).verdict == "yes"
 
 
 def test_a_name_swapped_for_one_the_context_never_mentions_is_decided() -> None:

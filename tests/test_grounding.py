@@ -12,6 +12,7 @@ import time
 import pytest
 
 from agentscore.judges._grounding import (
+    DECIDED,
     MAX_CLAIMS,
     ClaimCheck,
     Mode,
@@ -200,11 +201,41 @@ def test_made_up_multiword_name_is_not_supported() -> None:
     assert verdict("Lake Erie State Park.", context, "hallucination") == "unsure"
 
 
+@pytest.mark.parametrize("mode", ["faithfulness", "hallucination"])
+def test_speculation_about_context_facts_is_supported_in_both_modes(mode: Mode) -> None:
+    assert verdict("Mars might be the fourth planet from the Sun.", MARS, mode) == "yes"
+
+
+ETA = [json.dumps({"tool": "lookup_order", "result": {"order_id": 1042, "eta": "2026-11-24"}})]
+
+
 @pytest.mark.parametrize(
-    ("mode", "expected"), [("faithfulness", "unsure"), ("hallucination", "yes")]
-)
-def test_speculation_about_context_facts(mode: Mode, expected: str) -> None:
-    assert verdict("Mars might be the fourth planet from the Sun.", MARS, mode) == expected
+    "hedge",
+    ["is expected to", "should", "is scheduled to", "will", "will likely", "will probably",
+     "is slated to", "may", "is on track to"],
+)  # fmt: skip
+@pytest.mark.parametrize("mode", ["faithfulness", "hallucination"])
+def test_a_hedged_claim_whose_content_is_stated_is_supported(hedge: str, mode: Mode) -> None:
+    check = check_claims([f"Order 1042 {hedge} arrive on 2026-11-24."], ETA, mode=mode)[0]
+    assert (check.verdict, check.confidence) == ("yes", DECIDED)
+
+
+@pytest.mark.parametrize("mode", ["faithfulness", "hallucination"])
+def test_a_hedge_does_not_make_a_wrong_date_supported(mode: Mode) -> None:
+    check = check_claims(["Order 1042 is expected to arrive on 2026-11-25."], ETA, mode=mode)[0]
+    assert check.verdict == "unsure"
+    assert "2026-11-25" in check.reason or "Speculative ('expected to')" in check.reason
+
+
+def test_doubt_is_not_a_hedge_that_keeps_the_content() -> None:
+    check = check_claims(["Order 1042 is unlikely to arrive on 2026-11-24."], ETA)[0]
+    assert check.verdict != "yes"
+
+
+def test_a_hedge_word_that_starts_a_name_stays() -> None:
+    context = ["Will Smith starred in the film Ali."]
+    assert verdict("Will Smith starred in the film Ali.", context) == "yes"
+    assert verdict("Expected Returns is a book by Antti Ilmanen.", context) == "unsure"
 
 
 def test_speculation_about_unknown_facts_is_unsure_in_both_modes() -> None:
@@ -370,10 +401,11 @@ def test_fields_of_one_json_record_support_a_claim_in_any_order() -> None:
     assert verdict("The lookup says order 2001 is processing.", wrapped) == "yes"
 
 
-def test_a_hedge_the_context_shares_is_not_speculation() -> None:
+def test_a_hedge_the_context_shares_is_supported_like_any_other() -> None:
     order = json.dumps({"result": {"order_id": 1042, "expected_on": "2026-11-24"}})
     assert verdict("It is expected to arrive on 2026-11-24.", [order]) == "yes"
-    assert verdict("It is likely to arrive on 2026-11-24.", [order]) == "unsure"
+    assert verdict("It is likely to arrive on 2026-11-24.", [order]) == "yes"
+    assert verdict("It is likely to arrive by next year.", [order]) == "unsure"
 
 
 POLICY = json.dumps(

@@ -72,3 +72,64 @@ def test_create_scorer_options_of_the_wrong_type_or_range_name_the_option(
 
     with pytest.raises(ConfigurationError, match=option):
         create_scorer(id="custom", generate_score=lambda params: 1.0, **{option: value})
+
+
+FLAG_CASES: list[tuple[str, Callable[[], Any]]] = [
+    ("user_facts", lambda: create_faithfulness_scorer("local", user_facts="no")),  # type: ignore[arg-type]
+    ("strict_mode", lambda: create_hallucination_scorer("local", strict_mode="yes")),  # type: ignore[arg-type]
+    ("include_reason", lambda: create_faithfulness_scorer("local", include_reason=0)),  # type: ignore[arg-type]
+    ("verbose", lambda: create_hallucination_scorer("local", verbose=None)),  # type: ignore[arg-type]
+    (
+        "unsure_counts_as_supported",
+        lambda: create_faithfulness_scorer("local", unsure_counts_as_supported="true"),  # type: ignore[arg-type]
+    ),
+]
+
+
+@pytest.mark.parametrize(("option", "build"), FLAG_CASES, ids=[o for o, _ in FLAG_CASES])
+def test_a_flag_that_is_not_a_bool_is_a_configuration_error(
+    option: str, build: Callable[[], Any]
+) -> None:
+    # "no" is truthy: read as a flag it would silently do the opposite of what was meant.
+    with pytest.raises(ConfigurationError, match=f"{option} must be True or False"):
+        build()
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "says"),
+    [
+        ("request_context", [1, 2, 3], "request_context must be a dict"),
+        ("conversation_id", 42, "conversation_id must be a string"),
+        ("agent_name", ["support"], "agent_name must be a string"),
+    ],
+)
+def test_evals_submit_names_an_option_of_the_wrong_type(
+    option: str, value: object, says: str
+) -> None:
+    evals = Evals(scorers=[SCORER])
+    with pytest.raises(ConfigurationError, match=says) as raised:
+        evals.submit("Where is my order?", "It shipped.", **{option: value})
+    assert not isinstance(raised.value, TypeError)
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "says"),
+    [
+        ("request_context", [1, 2, 3], "request_context must be a dict"),
+        ("conversation_id", 7, "conversation_id must be a string"),
+    ],
+)
+def test_agent_generate_names_an_option_of_the_wrong_type_before_any_model_call(
+    option: str, value: object, says: str
+) -> None:
+    from agentscore import Agent
+    from tests.chat_server import chat_server, judge_reply
+
+    with chat_server(lambda request: judge_reply("It shipped.")) as server:
+        agent = Agent("support", "agent-model", base_url=server.base_url, api_key="sk-x-unused")
+        with pytest.raises(ConfigurationError, match=says):
+            agent.generate_sync("Where is my order?", **{option: value})
+        with pytest.raises(ConfigurationError, match=says):
+            list(agent.stream_sync("Where is my order?", **{option: value}))
+        assert server.requests == []  # refused before the model was asked
+        assert agent.generate_sync("Where is my order?", request_context={"a": 1}).text

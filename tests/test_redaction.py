@@ -69,7 +69,7 @@ def test_eval_command_keeps_the_key_out_of_results_file_and_output(
     assert GROQ_KEY not in out.read_text()
     assert GROQ_KEY not in captured.out + captured.err
     # Failures are summed up per error type, with a (redacted) example.
-    assert "2 failed with JudgeAuthError (first: a faithfulness: " in captured.err
+    assert "2 failed with JudgeAuthError (first: a " in captured.err
     assert "[REDACTED]" in captured.err
 
 

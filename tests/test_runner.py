@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 import pytest
 
-from agentscore.pipeline.runner import Runner, ScoreJob
+from agentscore.pipeline.runner import HANDOVER_LINGER, Runner, ScoreJob
 from agentscore.result import ScoreStatus
 from agentscore.run import ScorerRun
 from agentscore.runtime.hooks import exit_flush_timeout
@@ -152,6 +152,33 @@ def test_flush_waits_for_in_flight_work() -> None:
     assert runner.flush(timeout=0.05) is False
     assert runner.flush(timeout=5) is True
     assert runner.stats().scored == 1
+
+
+def test_an_idle_runner_takes_a_job_only_after_the_handover_linger() -> None:
+    # Submitting happens inside the caller's request; scoring must not start in the middle
+    # of it. Jobs submitted while the dispatcher lingers are taken in the same wake-up.
+    started: list[float] = []
+
+    def analyze(params: StepParams) -> float:
+        started.append(time.monotonic())
+        return 1.0
+
+    scorer = create_scorer(id="clock", analyze=analyze, generate_score=lambda p: 1.0)
+    runner = Runner(concurrency=4)
+    runner.submit(ScoreJob(scorer, ScorerRun(output="first")))  # starts the dispatcher
+    assert runner.flush(timeout=5)
+    time.sleep(0.05)  # the dispatcher is idle again
+    started.clear()
+    submitted = time.monotonic()
+    for i in range(3):
+        assert runner.submit(ScoreJob(scorer, ScorerRun(output=f"{i}"))) is True
+    assert runner.flush(timeout=5)
+    assert len(started) == 3
+    # asyncio may run a timer up to its clock resolution early; nothing ran before the linger.
+    assert min(started) - submitted >= HANDOVER_LINGER * 0.9
+    stats = runner.stats()
+    assert (stats.scored, stats.failed, stats.pending) == (4, 0, 0)
+    assert_identity(runner)
 
 
 def test_submit_from_many_threads_keeps_the_identity() -> None:

@@ -142,6 +142,8 @@ def test_what_the_local_stage_of_a_cascade_decides_costs_no_judge_budget(tmp_pat
         health = serve.health()
     assert health["judge_requests"] == 1  # only the paraphrase reached the LLM
     assert health["dropped"] == 0
+    # The cascade's self-check on the health page: deciding, nothing compared yet.
+    assert health["cascades"] == {"faithfulness": {"local_deciding": True, "agreement": {}}}
     scores = [
         attribute(span, "gen_ai.evaluation.score.value") for span in evaluation_spans(receiver)
     ]

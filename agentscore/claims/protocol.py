@@ -171,6 +171,9 @@ class CriterionScores(BaseModel):
 class _Payload(BaseModel):
     model_config = ConfigDict(frozen=True)
     task: ClassVar[Task]
+    # Set by the scorer pipeline: lets a judge choose runs reproducibly (a cascade's
+    # calibration share).
+    run_id: str | None = None
 
 
 class ExtractPayload(_Payload):

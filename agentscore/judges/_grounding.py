@@ -10,20 +10,29 @@ from __future__ import annotations
 
 import math
 import re
-from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from agentscore.judges._grounding_json import Record, context_sentences, json_fields, related
+from agentscore.judges._grounding_context import (
+    NAME_PREFIX,
+    Place,
+    Prepared,
+    prepare,
+    universals,
+)
+from agentscore.judges._grounding_derived import MAX_OPERANDS, derivable, next_year
+from agentscore.judges._grounding_json import json_fields, related
 from agentscore.judges._grounding_lexicon import (
+    COMPUTING,
     DETERMINERS,
+    HEDGE_PHRASES,
+    HEDGE_WORDS,
     SPECULATIVE,
     SPECULATIVE_PHRASES,
     SUBJECTIVE,
 )
 from agentscore.judges._grounding_numbers import Number
-from agentscore.judges._grounding_numindex import NumberIndex
 from agentscore.judges._grounding_parse import CALENDAR_TERMS, Parsed, parse
 from agentscore.judges._grounding_split import MAX_CLAIMS, split_claims
 from agentscore.judges._grounding_states import missing_record, state_conflict, states
@@ -43,9 +52,6 @@ __all__ = [
 
 Verdict = Literal["yes", "no", "unsure"]
 Mode = Literal["faithfulness", "hallucination"]
-# Where a context sentence comes from: its context item, and its JSON record (None in prose).
-Place = tuple[int, Record | None]
-
 # "yes" needs this share of a claim's content words beyond its first STRICT_WORDS (numbers
 # weigh NUMBER_WEIGHT words) to occur in the context: a claim may leave at most
 # (1 - SUPPORT_THRESHOLD) * (total - STRICT_WORDS) unmatched. Paraphrase leaves words unmatched
@@ -59,15 +65,10 @@ STRICT_WORDS = 2.0
 SHORT_CLAIM = 8
 # A number is the most specific thing a claim says; matching one counts like two words.
 NUMBER_WEIGHT = 2.0
-# Names sharing their first letters are the same name ("Libya" / "Libyan").
-NAME_PREFIX = 5
 # Share of claim words the best-aligned sentence must share before a differing value there
 # counts as a contradiction rather than as a sentence about something else.
 ALIGN_FOR_CONFLICT = 0.5
 ALIGN_FOR_NEGATION = 0.5
-# A fact's sentence, or the sentences just before it (where "It" / "He" is introduced), must
-# mention one of the claim's names for the fact to be about them.
-NAME_WINDOW = 1
 # A name swap needs the rest of the claim to restate the sentence almost entirely.
 NAME_SWAP_OVERLAP = 0.75
 # A restatement's words lie in order within a stretch of the evidence at most this many
@@ -94,29 +95,11 @@ class ClaimCheck:
     confidence: float = UNDECIDED
 
 
-@dataclass(frozen=True, slots=True)
-class _Context:
-    sentences: tuple[Parsed, ...]
-    before: tuple[tuple[int, ...], ...]  # per sentence: the NAME_WINDOW sentences before it
-    places: tuple[Place, ...]
-    records: tuple[tuple[int, ...], ...]  # per sentence: the sentences of its JSON record
-    record_terms: tuple[frozenset[str], ...]  # per sentence: the terms of its JSON record
-    index: dict[str, tuple[int, ...]]
-    idf: dict[str, float]
-    vocabulary: frozenset[str]
-    pairs: frozenset[tuple[str, str]]  # adjacent word pairs anywhere in the context
-    number_index: NumberIndex  # every number in the context, by value, with its sentence
-    numbers: tuple[Number, ...]  # every number in the context
-    prefixes: frozenset[str]  # NAME_PREFIX-letter starts of context words
-    number_weight: float  # alignment weight of a matched number: as rare as the rarest word
-    universals: frozenset[str]  # "every", "always", ... as written anywhere in the context
-
-
 def check_claims(
     claims: Sequence[str], context: Sequence[str], *, mode: Mode = "faithfulness"
 ) -> list[ClaimCheck]:
     """One verdict per claim, in order. See the module doc for what yes / no / unsure mean."""
-    prepared = _prepare(context)
+    prepared = prepare(context)
     checks = [_check(claim if isinstance(claim, str) else str(claim), prepared, mode)
               for claim in claims]  # fmt: skip
     return _with_quotes(checks, context)
@@ -147,91 +130,6 @@ def _with_quotes(checks: list[ClaimCheck], context: Sequence[str]) -> list[Claim
     return quoted
 
 
-# --- preparation ----------------------------------------------------------------------------
-
-
-def _prepare(context: Sequence[str]) -> _Context:
-    # Lines repeat in JSON tool results ("orders status shipped" once per order): parse each
-    # distinct one once.
-    seen: dict[str, Parsed] = {}
-    parsed = (
-        (seen.get(sentence) or seen.setdefault(sentence, parse(sentence)), (n, record))
-        for n, item in enumerate(context)
-        for sentence, record in context_sentences(item if isinstance(item, str) else str(item))
-    )
-    # A question asserts nothing, so it cannot support or contradict a claim.
-    kept = [(s, place) for s, place in parsed if not s.question]
-    unique, copies, before = _collapse(kept)
-    sentences = tuple(s for s, _ in unique)
-    places = tuple(place for _, place in unique)
-    # One tuple and one set per record, shared by its sentences: a copy each would be
-    # quadratic in the size of a large record (a list of 100,000 numbers is one record).
-    members: dict[Place, list[int]] = {}
-    for i, place in enumerate(places):
-        if place[1] is not None:
-            members.setdefault(place, []).append(i)
-    shared = {place: tuple(ids) for place, ids in members.items()}
-    terms = {p: frozenset().union(*(sentences[i].terms for i in ids)) for p, ids in shared.items()}
-    records = tuple(shared[p] if p[1] is not None else (i,) for i, p in enumerate(places))
-    record_terms = tuple(
-        terms[p] if p[1] is not None else sentences[i].terms for i, p in enumerate(places)
-    )
-    postings: dict[str, list[int]] = {}
-    for i, sentence in enumerate(sentences):
-        for term in sentence.terms:
-            postings.setdefault(term, []).append(i)
-    total = len(kept)
-    idf = {
-        term: math.log(1 + total / sum(copies[i] for i in ids)) for term, ids in postings.items()
-    }
-    index = {term: tuple(ids) for term, ids in postings.items()}
-    number_index = NumberIndex([(n, i) for i, s in enumerate(sentences) for n in s.numbers])
-    pairs = frozenset().union(*(s.pairs for s in sentences))
-    weight = math.log(1 + total) + 1
-    numbers = tuple(n for s in sentences for n in s.numbers)
-    prefixes = frozenset(t[:NAME_PREFIX] for t in postings if len(t) >= NAME_PREFIX)
-    universals = frozenset().union(*(_universals(s.text) for s in sentences))
-    return _Context(
-        sentences,
-        tuple(before),
-        places,
-        records,
-        record_terms,
-        index,
-        idf,
-        frozenset(postings),
-        pairs,
-        number_index,
-        numbers,
-        prefixes,
-        weight,
-        universals,
-    )
-
-
-def _collapse(
-    kept: list[tuple[Parsed, Place]],
-) -> tuple[list[tuple[Parsed, Place]], list[int], list[tuple[int, ...]]]:
-    """Each sentence once per place, with its number of copies and the sentences before its
-    first copy. A line repeated in one record ("readings 0" 100,000 times) would otherwise be
-    aligned with every claim once per copy; the counts keep the IDF weights as they were."""
-    first: dict[tuple[str, Place], int] = {}
-    unique: list[tuple[Parsed, Place]] = []
-    copies: list[int] = []
-    before: list[tuple[int, ...]] = []
-    recent: deque[int] = deque(maxlen=NAME_WINDOW)
-    for sentence, place in kept:
-        at = first.get((sentence.text, place))
-        if at is None:
-            at = first[sentence.text, place] = len(unique)
-            unique.append((sentence, place))
-            copies.append(0)
-            before.append(tuple(recent))
-        copies[at] += 1
-        recent.append(at)
-    return unique, copies, before
-
-
 # --- checking -------------------------------------------------------------------------------
 
 
@@ -247,36 +145,91 @@ class _Alignment:
     record: tuple[Parsed, ...] = ()  # the best sentence's JSON record, or the sentence alone
 
 
-def _check(claim: str, context: _Context, mode: Mode) -> ClaimCheck:
-    parsed = parse(claim)
+def _check(claim: str, context: Prepared, mode: Mode) -> ClaimCheck:
+    speculative = _speculative(claim)
+    # The hedge goes, the content stays: "is expected to arrive on the 24th" is judged as
+    # "arrives on the 24th", so both modes agree when the context states it.
+    unhedged = _unhedged(claim) if speculative else claim
+    parsed = parse(unhedged)
     if not parsed.terms and not parsed.numbers:
         return ClaimCheck(claim, "unsure", "The claim states nothing checkable.", None)
-    alignment = _align(parsed, context)
+    # The same claim is aligned alike for every scorer of the run (alignment knows no mode).
+    alignment = context.remember(claim, lambda: _align(parsed, context))
     best = alignment.best
     if best is None:
         return ClaimCheck(claim, "unsure", "No context sentence matched the claim.", None)
-    speculative = _speculative(claim)
-    # "expected to arrive on the 24th" restates "expected arrival: the 24th": the context
-    # hedges the same way, so the claim claims no more than it.
-    hedged_alike = speculative and {canon(w) for w in words(speculative)} & best.terms
-    if speculative and mode == "faithfulness" and not hedged_alike:
-        reason = f"Speculative ('{speculative}'); the context states facts, not possibilities"
+    check = _content_check(claim, parsed, alignment, context)
+    doubt = speculative and _speculative(unhedged)  # "unlikely", "by next year": not hedges
+    if speculative and mode == "faithfulness" and (doubt or check.verdict != "yes"):
+        # A possibility the context does not state is neither supported nor contradicted.
+        reason = f"Speculative ('{speculative}'); the context does not state it"
         return _verdict(claim, "unsure", reason, best)
+    return check
+
+
+def _content_check(
+    claim: str, parsed: Parsed, alignment: _Alignment, context: Prepared
+) -> ClaimCheck:
+    best = alignment.best
+    assert best is not None
+    # Decisions read names as written: a claim that writes a name of the context in lower
+    # case ("kathmandu", tokenised or lower-cased text) hides its names from the name
+    # checks, so none of its verdicts is decided.
+    cased = not _lowered_names(claim, context)
     conflict = _conflict(parsed, alignment, context)
     if conflict is not None:
         kind, what = conflict
-        sure = DECIDED if kind in _DECISIVE or _invented_name(kind, parsed, context) else UNDECIDED
-        return _verdict(claim, "no", f"Contradicts the context: {what}", best, sure)
+        decisive = kind in _DECISIVE or _invented_name(kind, parsed, context)
+        computed = kind == "number" and _computed(parsed, alignment, context, derivable)
+        sure = cased and decisive and not computed
+        return _verdict(claim, "no", f"Contradicts the context: {what}", best, _level(sure))
     gap = _gap(parsed, alignment, context)
     if gap is not None:
-        # A number the context nowhere holds is a fact it does not give; other gaps are
-        # often paraphrase or words the context implies.
-        unknown = any(not _in_context(n, context) for n in _strict_numbers(parsed))
-        sure = DECIDED if unknown else UNDECIDED
-        return _verdict(claim, "unsure", f"Not supported by the context: {gap}", best, sure)
+        # A number the context nowhere holds is a fact it does not give, unless the writer
+        # computed it; other gaps are often paraphrase or words the context implies.
+        unknown = [n for n in _strict_numbers(parsed) if not _in_context(n, context)]
+        computed = any(
+            _computed(parsed, alignment, context, test) for test in (derivable, next_year)
+        )
+        sure = cased and bool(unknown) and not computed
+        return _verdict(claim, "unsure", f"Not supported by the context: {gap}", best, _level(sure))
     if _restated(parsed, alignment):
-        return _verdict(claim, "yes", "Stated in the context", best, DECIDED)
+        return _verdict(claim, "yes", "Stated in the context", best, _level(cased))
     return _verdict(claim, "yes", "Supported by the context", best)
+
+
+def _lowered_names(claim: str, context: Prepared) -> bool:
+    # Title words ("Order of Merit") are names to the parser too, so a claim that capitalises
+    # some other word is taken as written.
+    tokens = words(claim)
+    if any(_CAPITALISED.match(t) for t in tokens[1:]):
+        return False
+    return any(t.islower() and canon(t) in context.names for t in tokens)
+
+
+_CAPITALISED = re.compile(r"[A-Z][a-z]")
+
+
+def _level(sure: bool) -> float:
+    return DECIDED if sure else UNDECIDED
+
+
+def _computed(
+    claim: Parsed,
+    alignment: _Alignment,
+    context: Prepared,
+    test: Callable[[Number, Sequence[Number]], bool],
+) -> bool:
+    """A number of the claim the context lacks may be computed from the context's numbers (a
+    count, a margin, a total, a share, the next year): the local judge cannot tell, so it
+    does not decide."""
+    unknown = [n for n in _strict_numbers(claim) if not _in_context(n, context)]
+    if unknown and any(w.lower() in COMPUTING for w in words(claim.text)):
+        return True  # "a total of 50,000", "averaging 25 points per game"
+    operands = context.numbers
+    if len(operands) > MAX_OPERANDS:
+        operands = tuple(n for s in alignment.record for n in s.numbers)
+    return any(test(n, operands) for n in unknown)
 
 
 def _verdict(
@@ -286,13 +239,13 @@ def _verdict(
     return ClaimCheck(claim, verdict, why, evidence.text, confidence)
 
 
-def _align(claim: Parsed, context: _Context) -> _Alignment:
+def _align(claim: Parsed, context: Prepared) -> _Alignment:
     scores: dict[int, float] = {}
     # In a fixed order: float sums depend on it, and a tie between two sentences must not be
     # broken by the process's string-hash seed.
     for term in sorted(claim.terms):
-        weight = context.idf.get(term, 0.0)
-        for i in context.index.get(term, ()):
+        weight = context.idf(term)
+        for i in context.postings(term):
             scores[i] = scores.get(i, 0.0) + weight
     for number in _strict_numbers(claim):
         for i in _sentences_with(number, context):
@@ -303,7 +256,7 @@ def _align(claim: Parsed, context: _Context) -> _Alignment:
     best = context.sentences[at]
     unmatched, total = _unmatched(claim, context)
     # The fields of one JSON record are all about the same thing, in any order.
-    record = context.record_terms[at]
+    members, record = context.record(at)
     window = (*context.before[at], at)
     nearby = record.union(*(context.sentences[i].terms for i in window))
     return _Alignment(
@@ -314,11 +267,11 @@ def _align(claim: Parsed, context: _Context) -> _Alignment:
         nearby,
         context.places[at],
         record,
-        tuple(context.sentences[i] for i in context.records[at]),
+        tuple(context.sentences[i] for i in members),
     )
 
 
-def _unmatched(claim: Parsed, context: _Context) -> tuple[float, float]:
+def _unmatched(claim: Parsed, context: Prepared) -> tuple[float, float]:
     numbers = _strict_numbers(claim)
     missing = sum(1 for n in numbers if not _in_context(n, context))
     total = len(claim.terms) + NUMBER_WEIGHT * len(numbers)
@@ -339,6 +292,17 @@ def _strict_numbers(claim: Parsed) -> list[Number]:
     return [n for n in claim.numbers if not n.exact_only]
 
 
+def _unhedged(claim: str) -> str:
+    # A hedge becomes "will", a stopword auxiliary: the content words stay as they were and
+    # the claim stays a statement ("Order 1042 likely arrive" would read as a bare phrase).
+    text = HEDGE_PHRASES.sub(" will ", claim)
+    return _WORD.sub(lambda m: " will " if m.group() in HEDGE_WORDS else m.group(), text)
+
+
+# Lower-case only: "Will", "May" and "Expected" may start names and titles.
+_WORD = re.compile(r"\b[a-z]+\b")
+
+
 def _speculative(claim: str) -> str | None:
     for token in words(_MONTH_MAY.sub(" ", claim)):
         if token.lower() in SPECULATIVE:
@@ -357,12 +321,17 @@ def _speculative(claim: str) -> str | None:
 _DECISIVE = frozenset({"number", "state", "missing"})
 
 
-def _invented_name(kind: str, claim: Parsed, context: _Context) -> bool:
-    unknown = [n for n in claim.names if not _known_name(n, context)]
-    return kind == "name" and bool(unknown)
+def _invented_name(kind: str, claim: Parsed, context: Prepared) -> bool:
+    # One name swapped for an invented one in a short claim; several unknown names are more
+    # often a title or a phrase the context words otherwise ("Bachelor of Arts"), and a long
+    # claim's name may belong to a clause the evidence does not restate.
+    unknown = {n for n in claim.names if not _known_name(n, context)}
+    at = [i for i, term in enumerate(claim.seq) if term in unknown]
+    one_name = bool(at) and at[-1] - at[0] == len(at) - 1  # "Otto Brandt": adjacent words
+    return kind == "name" and one_name and len(claim.terms) <= SHORT_CLAIM
 
 
-def _conflict(claim: Parsed, alignment: _Alignment, context: _Context) -> tuple[str, str] | None:
+def _conflict(claim: Parsed, alignment: _Alignment, context: Prepared) -> tuple[str, str] | None:
     best = alignment.best
     if best is None:
         return None
@@ -402,7 +371,7 @@ def _about_same(claim: Parsed, alignment: _Alignment) -> bool:
     return bool(claim.terms) and len(claim.terms & terms) >= ALIGN_FOR_CONFLICT * len(claim.terms)
 
 
-def _number_conflict(claim: Parsed, alignment: _Alignment, context: _Context) -> str | None:
+def _number_conflict(claim: Parsed, alignment: _Alignment, context: Prepared) -> str | None:
     best = alignment.best
     assert best is not None
     for number in _strict_numbers(claim):
@@ -503,7 +472,7 @@ def _show(number: Number) -> str:
 # --- support --------------------------------------------------------------------------------
 
 
-def _gap(claim: Parsed, alignment: _Alignment, context: _Context) -> str | None:
+def _gap(claim: Parsed, alignment: _Alignment, context: Prepared) -> str | None:
     for number in _strict_numbers(claim):
         if not _in_context(number, context):
             return f"the number {_show(number)} does not appear in the context"
@@ -527,7 +496,7 @@ def _gap(claim: Parsed, alignment: _Alignment, context: _Context) -> str | None:
     judged = sorted(_judgements(claim.text) - known)
     if judged:
         return f"the judgement '{_surface(claim.text, judged[:1])}' is not stated"
-    universal = sorted(_universals(claim.text) - context.universals)
+    universal = sorted(universals(claim.text) - context.universals)
     if universal:
         return f"'{universal[0]}' claims more than the context states"
     subject = _subject(claim)
@@ -551,7 +520,7 @@ def _restated(claim: Parsed, alignment: _Alignment) -> bool:
         return False
     if any(n.hedged for n in claim.numbers):
         return False  # an approximation is a judgement call, not a restatement
-    if _QUANTIFIER.search(claim.text):
+    if _QUANTIFIER.search(claim.text) or _other_person(claim.text, best.text):
         return False
     record = alignment.record if alignment.place and alignment.place[1] is not None else (best,)
     if len(record) > 1:
@@ -564,6 +533,22 @@ def _restated(claim: Parsed, alignment: _Alignment) -> bool:
         return False
     numbers = [n for s in record for n in s.numbers]
     return all(_supported_number(n, numbers) for n in _strict_numbers(claim))
+
+
+_PERSONS = (
+    frozenset({"he", "him", "his", "himself"}),
+    frozenset({"she", "her", "hers", "herself"}),
+)
+
+
+def _other_person(claim: str, evidence: str) -> bool:
+    """The claim says "he" where the evidence says only "she" (or the reverse): pronouns are
+    function words to the alignment, but a swapped one makes a restatement about someone
+    else, the error dialogue summaries make most."""
+    said = {w.lower() for w in words(claim)}
+    has = {w.lower() for w in words(evidence)}
+    return any(said & group and not has & group and has & other for group, other in
+               (_PERSONS, _PERSONS[::-1]))  # fmt: skip
 
 
 _AUXILIARY_WORDS = (
@@ -599,14 +584,14 @@ def _contiguous(needle: Sequence[str], haystack: Sequence[str]) -> bool:
 _QUANTIFIER = re.compile(r"\b(?:both|neither|either|only)\b", re.I)
 
 
-def _known_name(name: str, context: _Context) -> bool:
+def _known_name(name: str, context: Prepared) -> bool:
     # "Libyan" / "Libya", "presidential" / "President": a shared 5-letter start is the same name.
     if name in context.vocabulary:
         return True
     return len(name) >= NAME_PREFIX and name[:NAME_PREFIX] in context.prefixes
 
 
-def _borrowed(claim: Parsed, alignment: _Alignment, context: _Context) -> list[str]:
+def _borrowed(claim: Parsed, alignment: _Alignment, context: Prepared) -> list[str]:
     """Claim words that its JSON record lacks and only other records of the same tool result
     have: in a list of orders, "order 2001 shipped" borrows "shipped" from order 1042."""
     if alignment.place is None or alignment.place[1] is None:
@@ -614,7 +599,7 @@ def _borrowed(claim: Parsed, alignment: _Alignment, context: _Context) -> list[s
     return sorted(
         term
         for term in claim.terms - alignment.record_terms
-        if (found := context.index.get(term))
+        if (found := context.postings(term))
         and all(_unrelated(alignment.place, context.places[i]) for i in found)
     )
 
@@ -660,16 +645,6 @@ def _judgements(text: str) -> set[str]:
     }
 
 
-# "all" is left out: it is mostly loose ("all three albums") and a stopword besides.
-_UNIVERSALS = frozenset({"every", "everyone", "everything", "everywhere", "always"})
-
-
-def _universals(text: str) -> set[str]:
-    # "free shipping on every order": a universal goes beyond any one stated case; it is
-    # grounded only when the context generalises too. Compared as written.
-    return {low for w in words(text) if (low := w.lower()) in _UNIVERSALS}
-
-
 def _too_little(alignment: _Alignment, claim: Parsed) -> bool:
     # In a short claim every word is the fact ("a married singer"); longer claims have
     # words that are mere phrasing, so the slack grows with the claim beyond STRICT_WORDS.
@@ -677,12 +652,12 @@ def _too_little(alignment: _Alignment, claim: Parsed) -> bool:
     return alignment.unmatched > slack
 
 
-def _sentences_with(number: Number, context: _Context) -> set[int]:
+def _sentences_with(number: Number, context: Prepared) -> set[int]:
     """The sentences holding a number the claim's `number` restates."""
     return {i for n, i in context.number_index.candidates(number) if _same_number(number, n)}
 
 
-def _in_context(number: Number, context: _Context) -> bool:
+def _in_context(number: Number, context: Prepared) -> bool:
     return any(_same_number(number, n) for n, _ in context.number_index.candidates(number))
 
 

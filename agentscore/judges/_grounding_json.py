@@ -101,7 +101,10 @@ def _json_leaves(data: object) -> list[tuple[str, str, Record]]:
     """(path, value, record) per leaf, in document order."""
     ends: dict[int, int] = {}
     leaves = list(_walk(data, ends, with_keys=False))
-    return [(path, text, (owner, ends[owner])) for path, text, owner, _ in leaves]
+    # One tuple per record, shared by its leaves: a list of 100,000 small objects is 100,000
+    # records, not one per leaf.
+    records = {owner: (owner, end) for owner, end in ends.items()}
+    return [(path, text, records[owner]) for path, text, owner, _ in leaves]
 
 
 def _walk(

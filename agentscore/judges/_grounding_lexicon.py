@@ -11,9 +11,12 @@ __all__ = [
     "ABBREVIATIONS",
     "ANTONYM_PAIRS",
     "CALENDAR",
+    "COMPUTING",
     "DETERMINERS",
     "FRAMING",
     "HEDGES",
+    "HEDGE_PHRASES",
+    "HEDGE_WORDS",
     "IRREGULAR_FORMS",
     "KEY_WORDS",
     "NEGATIONS",
@@ -79,6 +82,33 @@ SPECULATIVE = _bag(
     """
 )
 
+# Hedges that leave a claim's content as it is: "is expected to arrive on the 24th" says
+# what "arrives on the 24th" says, so whether the context states that content decides, in
+# either mode. Doubt is not a hedge of this kind ("unlikely to arrive", "allegedly stole"
+# question the content), nor is a time ("next year" is content) or a phrase that is often
+# literal ("going to Paris"). Matched lower-case only: "Will" and "May" start names and dates.
+HEDGE_WORDS = _bag(
+    """
+    might may could should would possibly perhaps likely probably potentially maybe
+    presumably expected scheduled anticipated
+    """
+)
+HEDGE_PHRASES = re.compile(
+    r"\b(?:plans? to|planning to|intends? to|expected to|scheduled (?:to|for)|"
+    r"(?:is|are) set to|slated to|poised to|on track to|aims? to)\b"
+)
+
+# Words that say a number was computed from others ("a total of 50,000", "averaging 25 points
+# a game", "won by a margin of 7"): the local judge does no arithmetic, so a number such a
+# claim gives and the context lacks is never decided. Not "per": mostly "per cent".
+COMPUTING = _bag(
+    """
+    total totals totalled totaled totaling totalling combined combine combining average
+    averages averaged averaging mean median sum altogether overall aggregate cumulative
+    difference margin ratio
+    """
+)
+
 # Evaluative words: an opinion is only grounded if the context voices it too.
 SUBJECTIVE = _bag(
     """
@@ -119,8 +149,8 @@ HEDGES = _bag(
 
 # Multi-word forecasts and intentions: a stated plan is not a fact about the present.
 SPECULATIVE_PHRASES = re.compile(
-    r"\b(?:plans? to|planning to|intends? to|expected to|is set to|aims? to|"
-    r"by next (?:year|month|week|quarter|decade)|next year|in the future|going to)\b",
+    rf"{HEDGE_PHRASES.pattern}|"
+    r"\b(?:going to|by next (?:year|month|week|quarter|decade)|next year|in the future)\b",
     re.IGNORECASE,
 )
 

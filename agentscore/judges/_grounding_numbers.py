@@ -69,7 +69,8 @@ _WORD_NUMBER = re.compile(
     re.IGNORECASE,
 )
 _DIGIT = re.compile(r"\d")
-_ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})(?:[T ][\d:.]+Z?)?\b")
+# ISO dates, and the same order with dots or slashes ("2003.06.11", "2003/06/11").
+_ISO_DATE = re.compile(r"\b(\d{4})([-./])(\d{2})\2(\d{2})(?:[T ][\d:.]+Z?)?\b")
 _MONTH_DATE = re.compile(
     r"\b(?P<mon>[A-Z][a-z]{2,8})\.?\s(?P<day>\d{1,2})(?:st|nd|rd|th)?(?:,?\s(?P<year>\d{4}))?\b"
     r"|\b(?P<day2>\d{1,2})(?:st|nd|rd|th)?\s(?:of\s)?(?P<mon2>[A-Z][a-z]{2,8})\.?(?:,?\s(?P<year2>\d{4}))?\b"
@@ -179,7 +180,7 @@ def _word_number(text: str, match: re.Match[str]) -> Number | None:
 def _dates(text: str) -> list[tuple[int, int, Number]]:
     out: list[tuple[int, int, Number]] = []
     for match in _ISO_DATE.finditer(text):
-        y, m, d = (int(g) for g in match.groups())
+        y, m, d = (int(match.group(i)) for i in (1, 3, 4))
         out.append((match.start(), match.end(), Number(_date_value(y, m, d), "date", False, 0)))
     for match in _MONTH_DATE.finditer(text):
         month_name = (match.group("mon") or match.group("mon2") or "").lower()

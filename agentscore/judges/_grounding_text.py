@@ -28,6 +28,9 @@ _SENTENCE_END = re.compile(
     r"[.!?。！？]+[\"'”’)\]]*(?=\s|$|[A-Z\"“])|[。！？]+|\n\s*\n|\n(?=\s*[-*•#\d])"
 )
 _WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
+# Every sentence end above needs one of these: text without them is one sentence (most JSON
+# leaves), found without running the pattern.
+_ENDS = frozenset(".!?。！？\n")
 
 _KEEP_DOUBLE = frozenset("aeioulsz")  # "fill", "pass", "buzz", "agree" double by nature
 _INFLECTIONS = ("ies", "ied", "ing", "es", "ed", "s", "ly")
@@ -109,6 +112,9 @@ def word_spans(text: str) -> list[tuple[str, bool]]:
 
 def split_sentences(text: str) -> list[str]:
     """Split on sentence punctuation (Latin and CJK) and blank lines; keep abbreviations whole."""
+    if _ENDS.isdisjoint(text):
+        stripped = text.strip()
+        return [stripped] if stripped else []
     pieces: list[str] = []
     start = 0
     for match in _SENTENCE_END.finditer(text):

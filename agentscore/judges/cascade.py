@@ -4,6 +4,8 @@ Every request goes to the first judge (the offline local judge). The claims it i
 confident about, or every claim of a deterministic share of runs kept for calibration, go to
 the second judge (an LLM) in one request per run, and its verdicts replace the first judge's
 for those claims. Each verdict records which judge decided it; the usage is the sum of both.
+The calibration runs check the first judge: when its confident verdicts agree with the LLM's
+less often than a bound over a rolling window, it stops deciding alone until they agree again.
 See docs/local-judge.md#the-cascade.
 """
 
@@ -11,27 +13,38 @@ from __future__ import annotations
 
 import hashlib
 import json
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
 import structlog
+from opentelemetry.metrics import Observation
 from pydantic import BaseModel
 
+from agentscore._options import check_number
 from agentscore.claims import prompts
 from agentscore.claims.protocol import AnalyzePayload, Task, Verdicts, VerifyPayload
 from agentscore.errors import ConfigurationError, JudgeError
+from agentscore.judges._agreement import Agreement, AgreementTracker
 from agentscore.judges._plain import JudgeLike, plain_judge
 from agentscore.judges.base import Judge, JudgeReply, JudgeRequest, JudgeUsage
-from agentscore.telemetry.core import current_telemetry
+from agentscore.telemetry.core import GAUGES, current_telemetry
 
 __all__ = [
     "AGREEMENT",
+    "AGREEMENT_BOUND",
+    "AGREEMENT_WINDOW",
+    "CALIBRATION",
     "CONFIDENT_AT",
     "DECISION",
+    "JUDGE",
     "ROUTE",
+    "VERDICT",
+    "Agreement",
     "CascadeJudge",
     "Escalate",
     "OnLLMError",
+    "cascade_health",
 ]
 
 T = TypeVar("T", bound=BaseModel)
@@ -40,11 +53,19 @@ Escalate = Literal["unsure", "run"]
 
 # The local judge gives its decided cases 0.95 and above, everything else 0.5 or less.
 CONFIDENT_AT = 0.9
+# By default one run in 50 goes to both stages, enough to watch the local stage at little cost.
+CALIBRATION = 0.02
+# Compared claims per verdict kind that agreement is measured over, and the share of them
+# the local stage must get right to keep deciding alone.
+AGREEMENT_WINDOW = 200
+AGREEMENT_BOUND = 0.95
 
 # Metric attributes (agentscore.cascade.runs / agentscore.cascade.claims).
 ROUTE = "agentscore.cascade.route"
 DECISION = "agentscore.cascade.decision"
 AGREEMENT = "agentscore.cascade.agreement"
+VERDICT = "agentscore.cascade.verdict"  # the local verdict kind an agreement share is about
+JUDGE = "gen_ai.request.model"  # which cascade ("local+gpt-4o-mini")
 
 # Tasks whose replies are verdicts per claim, and the field that holds them.
 _VERDICT_FIELD = {Task.VERIFY: "claims", Task.ANALYZE: "verdicts"}
@@ -61,9 +82,13 @@ class CascadeJudge:
       a verdict without one counts as not confident.
     - `then`: the LLM judge (a `Judge` or a model name).
     - `confident_at`: verdicts of `first` with at least this confidence are kept.
-    - `calibration`: the share of runs (0 to 1) whose claims all go to `then`, chosen
-      deterministically from the request's content; agreement with `first` on its confident
-      claims is counted in the `agentscore.cascade.claims` metric.
+    - `calibration`: the share of runs (0 to 1, default 0.02) whose claims all go to `then`,
+      chosen deterministically from a hash of the run id; agreement with `first` on its
+      confident claims is counted in the `agentscore.cascade.claims` metric and tracked per
+      verdict kind over the last `agreement_window` compared claims (`agreement()`).
+    - `agreement_bound`: when agreement of one verdict kind over a full window falls below
+      this (default 0.95), `first` stops deciding alone (`local_deciding` is False) and every
+      claim goes to `then`, still compared, until every full window is back at the bound.
     - `on_llm_error`: when `then` fails, "fail" (default) fails the run with `then`'s typed
       error; "local" keeps `first`'s verdicts, unsure ones included.
     - `escalate`: "unsure" (default) sends only the claims `first` is not sure of; "run"
@@ -80,16 +105,18 @@ class CascadeJudge:
         then: JudgeLike = None,
         *,
         confident_at: float = CONFIDENT_AT,
-        calibration: float = 0.0,
+        calibration: float = CALIBRATION,
         on_llm_error: OnLLMError = "fail",
         escalate: Escalate = "unsure",
+        agreement_window: int = AGREEMENT_WINDOW,
+        agreement_bound: float = AGREEMENT_BOUND,
     ) -> None:
         if then is None or then == "local":
             raise ConfigurationError("a cascade needs an LLM judge as `then` (a model or Judge)")
-        if not 0.0 <= calibration <= 1.0:
-            raise ConfigurationError(f"calibration must lie in [0, 1], got {calibration!r}")
-        if not 0.0 <= confident_at <= 1.0:
-            raise ConfigurationError(f"confident_at must lie in [0, 1], got {confident_at!r}")
+        check_number("calibration", calibration, low=0, high=1)
+        check_number("confident_at", confident_at, low=0, high=1)
+        check_number("agreement_window", agreement_window, low=1, integer=True)
+        check_number("agreement_bound", agreement_bound, low=0, high=1)
         if on_llm_error not in ("fail", "local"):
             raise ConfigurationError(
                 f"on_llm_error must be 'fail' or 'local', got {on_llm_error!r}"
@@ -102,6 +129,18 @@ class CascadeJudge:
         self.calibration = calibration
         self.on_llm_error = on_llm_error
         self.escalate = escalate
+        self._agreement = AgreementTracker(agreement_window, agreement_bound)
+        _live.add(self)
+
+    @property
+    def local_deciding(self) -> bool:
+        """False while the local stage's agreement with the LLM is below the bound."""
+        return self._agreement.deciding
+
+    def agreement(self) -> dict[str, Agreement]:
+        """Per local verdict kind ("yes", "no", "unsure"): how many of the last compared
+        confident verdicts the LLM agreed with."""
+        return self._agreement.snapshot()
 
     @property
     def model_name(self) -> str:
@@ -138,7 +177,10 @@ class CascadeJudge:
         ]
         sure = [self._confident(item) for item in items]
         calibrating = self._calibrating(payload)
-        chosen = [i for i, ok in enumerate(sure) if calibrating or not ok]
+        # Paused, the local stage decides nothing alone, and its confident verdicts are all
+        # compared: agreement is measured on every run until it recovers.
+        checking = calibrating or not self.local_deciding
+        chosen = [i for i, ok in enumerate(sure) if checking or not ok]
         if not chosen:
             self._count_run("local")
             self._count_claims("local", len(items))
@@ -159,8 +201,8 @@ class CascadeJudge:
             self._count_claims("fallback", len(chosen))
             self._count_claims("local", len(items) - len(chosen))
             return JudgeReply(_rebuild(request, field, items), spent)
-        self._count_run("calibration" if calibrating else "escalated")
-        merged = self._merge(items, sure, chosen, answer.value.verdicts, calibrating)
+        self._count_run("calibration" if calibrating else "paused" if checking else "escalated")
+        merged = self._merge(items, sure, chosen, answer.value.verdicts)
         return JudgeReply(_rebuild(request, field, merged), first.usage + answer.usage)
 
     async def _all_to_then(
@@ -180,15 +222,13 @@ class CascadeJudge:
         sure: list[bool],
         chosen: list[int],
         verdicts: Sequence[Any],
-        calibrating: bool,
     ) -> list[dict[str, Any]]:
         """The LLM's verdicts in place of the chosen local ones; each decided local verdict
         the LLM also judged (a calibration run, or `escalate="run"`) is compared first."""
         merged = list(items)
         for i, verdict in zip(chosen, verdicts, strict=True):
             if sure[i]:
-                agreed = verdict.verdict == items[i]["verdict"]
-                self._count_claims("calibration", 1, agreement="agree" if agreed else "disagree")
+                self._compare(str(items[i]["verdict"]), str(verdict.verdict))
             merged[i] = {
                 "claim": items[i]["claim"],  # ours, whatever the judge echoed back
                 "verdict": verdict.verdict,
@@ -214,6 +254,27 @@ class CascadeJudge:
             self._count_run(route)
         return JudgeReply(reply.value, spent + reply.usage)
 
+    def _compare(self, local: str, llm: str) -> None:
+        agreed = local == llm
+        self._count_claims("calibration", 1, agreement="agree" if agreed else "disagree")
+        changed = self._agreement.record(local, agreed)
+        if changed is None:
+            return
+        figures = {
+            kind: f"{a.agreed}/{a.compared}" for kind, a in self._agreement.snapshot().items()
+        }
+        if changed:
+            _log.info("cascade_local_resumed", judge=self.model_name, agreement=figures)
+        else:
+            _log.warning(
+                "cascade_local_paused",
+                judge=self.model_name,
+                agreement=figures,
+                bound=self._agreement.bound,
+                hint="the local judge's confident verdicts disagree with the LLM's; every "
+                "claim goes to the LLM until they agree again",
+            )
+
     def _confident(self, item: Mapping[str, Any]) -> bool:
         confidence = item.get("confidence")
         return confidence is not None and confidence >= self.confident_at
@@ -221,9 +282,9 @@ class CascadeJudge:
     def _calibrating(self, payload: VerifyPayload | AnalyzePayload) -> bool:
         if self.calibration <= 0.0:
             return False
-        # Chosen from the content, not at random: the same run is always in or out, so a
-        # replayed or cached run is judged the same way.
-        text = json.dumps(
+        # Chosen from the run id (from the content when a request has none), not at random:
+        # the same run is always in or out, so a replayed or retried run is judged the same way.
+        text = payload.run_id or json.dumps(
             [
                 getattr(payload, "output", None),
                 getattr(payload, "claims", None),
@@ -245,6 +306,42 @@ class CascadeJudge:
         if agreement is not None:
             attributes[AGREEMENT] = agreement
         current_telemetry().instruments.cascade_claims.add(count, attributes)
+
+
+def cascade_health(judges: Mapping[str, object]) -> dict[str, Any]:
+    """For a health page: per name, each cascade's `local_deciding` and `agreement()`."""
+    return {
+        name: {
+            "local_deciding": judge.local_deciding,
+            "agreement": {
+                kind: {"share": a.share, "agreed": a.agreed, "compared": a.compared}
+                for kind, a in judge.agreement().items()
+            },
+        }
+        for name, judge in judges.items()
+        if isinstance(judge, CascadeJudge)
+    }
+
+
+# Every cascade of the process, for the agreement gauges (weakly: a dropped one disappears).
+_live: weakref.WeakSet[CascadeJudge] = weakref.WeakSet()
+
+
+def _agreement_observations() -> list[Observation]:
+    return [
+        Observation(agreement.share, {VERDICT: kind, JUDGE: cascade.model_name})
+        for cascade in list(_live)
+        for kind, agreement in cascade.agreement().items()
+        if agreement.share is not None
+    ]
+
+
+def _deciding_observations() -> list[Observation]:
+    return [Observation(int(c.local_deciding), {JUDGE: c.model_name}) for c in list(_live)]
+
+
+GAUGES["agentscore.cascade.agreement"][2].append(_agreement_observations)
+GAUGES["agentscore.cascade.local_deciding"][2].append(_deciding_observations)
 
 
 def _items(value: BaseModel, field: str) -> list[dict[str, Any]]:

@@ -33,7 +33,15 @@ T = TypeVar("T", bound=BaseModel)
 
 
 class LocalJudge:
-    """Rule-based grounding judge; see docs/local-judge.md for what it catches and misses."""
+    """Rule-based grounding judge; see docs/local-judge.md for what it catches and misses.
+
+    It reads contexts of up to `max_context_chars` characters (an LLM judge's prompt limits
+    the claim scorers to 400,000): the context is prepared once, shared by every scorer
+    judging the same context, and each claim reads only the lines that share a word or a
+    number with it.
+    """
+
+    max_context_chars = 8_000_000
 
     @property
     def model_name(self) -> str:

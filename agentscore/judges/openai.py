@@ -123,6 +123,12 @@ class OpenAIJudge:
         """The endpoint given, or None for the SDK's own configuration (OPENAI_BASE_URL)."""
         return self._base_url
 
+    @property
+    def endpoint(self) -> str:
+        """Where requests go, without credentials: the client's base URL (the SDK reads
+        OPENAI_BASE_URL when `base_url` is not given)."""
+        return redact(str(self._client.get().base_url).rstrip("/"), self._api_key)
+
     def __repr__(self) -> str:
         return f"OpenAIJudge(model={self._model!r}, base_url={self._base_url!r})"
 

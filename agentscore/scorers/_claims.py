@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agentscore._options import check_number
+from agentscore._options import check_flag, check_number
 from agentscore.claims import prompts
 from agentscore.claims.protocol import (
     AnalyzePayload,
@@ -76,6 +76,8 @@ def build_claim_scorer(
     check_context_options(options.context, options.get_context)
     if timeout is not None:
         check_number("timeout", timeout, low=0, open_low=True)
+    check_flag("user_facts", options.user_facts)
+    check_flag("unsure_counts_as_supported", options.unsure_counts_as_supported)
     steps = _StepwiseSteps(options) if options.stepwise else _OneCallSteps(options)
     return Scorer(
         id=id,
@@ -334,9 +336,12 @@ async def resolve_context(
     if user_facts:
         chunks.extend(chunk for chunk in _user_facts(params) if chunk not in chunks)
     size = sum(len(chunk) for chunk in chunks)
-    if size > MAX_CONTEXT_CHARS:
+    # A judge that reads the context itself instead of sending it in a prompt (the local
+    # judge) says how much it reads.
+    limit = getattr(params.judge, "max_context_chars", MAX_CONTEXT_CHARS)
+    if size > limit:
         raise InputTooLargeError(
-            f"context has {size} characters, more than the {MAX_CONTEXT_CHARS} this scorer judges"
+            f"context has {size} characters, more than the {limit} this scorer judges"
         )
     return chunks
 

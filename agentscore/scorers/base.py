@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Literal, TypeVar
 
 import anyio
 import structlog
 from pydantic import BaseModel
 
-from agentscore._options import check_number
-from agentscore._redact import redact
+from agentscore._options import check_flag, check_number
+from agentscore._redact import redact, scrub_data
 from agentscore.errors import (
     ConfigurationError,
     JudgeError,
@@ -109,13 +109,25 @@ class StepParams:
 
     async def ask(self, request: JudgeRequest[T]) -> T:
         self.prompts[self.step] = request.prompt
+        # The run id lets a judge choose runs reproducibly (a cascade's calibration share).
+        if request.payload is not None:
+            stamped = request.payload.model_copy(update={"run_id": self.run.run_id})
+            request = replace(request, payload=stamped)
         try:
             reply = await self.judge.complete(request)
         except JudgeError as exc:
             self.usage += exc.usage if exc.usage is not None else JudgeUsage(calls=1)
             raise
         self.usage += reply.usage
-        return reply.value
+        return _scrubbed(reply.value)
+
+
+def _scrubbed(value: T) -> T:
+    """A judge's reply without the keys it may quote (a reason citing a tool result's token,
+    a model echoing its prompt): they would be stored, emitted and logged from here on."""
+    data = value.model_dump()
+    clean = scrub_data(data)
+    return value if clean == data else type(value).model_validate(clean)
 
 
 class Scorer:
@@ -146,6 +158,13 @@ class Scorer:
             check_number("threshold", threshold, low=0, high=scale)
         if timeout is not None:
             check_number("timeout", timeout, low=0, open_low=True)
+        for flag, value in (
+            ("higher_is_better", higher_is_better),
+            ("strict_mode", strict_mode),
+            ("include_reason", include_reason),
+            ("verbose", verbose),
+        ):
+            check_flag(flag, value)
         self.id = id
         self.description = description
         self.judge = resolve_judge(judge)

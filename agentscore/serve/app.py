@@ -54,6 +54,7 @@ class ServeApp:
         forward_headers: Mapping[str, str] | None = None,
         ingest_token: bytes | None = None,
         body_timeout: float = 30.0,
+        judge_health: Callable[[], Mapping[str, Any]] = dict,
     ) -> None:
         self._ingestor = ingestor
         self._queue = queue
@@ -69,6 +70,7 @@ class ServeApp:
         self.ingest_token = ingest_token
         self._body_timeout = body_timeout
         self._on_drain = on_drain
+        self._judge_health = judge_health
         self.draining = False
 
     def drain(self, timeout: float) -> None:
@@ -209,6 +211,7 @@ class ServeApp:
             "pending_jobs": self._queue.pending_jobs,
             "open_trace_bytes": self._ingestor.open_trace_bytes,
             **self._stats.snapshot(),
+            **self._judge_health(),
         }
 
 

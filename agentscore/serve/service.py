@@ -17,6 +17,7 @@ import uvicorn
 
 from agentscore.errors import ConfigurationError
 from agentscore.evals import Evals
+from agentscore.judges.cascade import cascade_health
 from agentscore.scorers.base import Scorer
 from agentscore.serve.app import ServeApp
 from agentscore.serve.auth import load_ingest_token
@@ -30,7 +31,7 @@ from agentscore.serve.queue import SqliteQueue, Synchronous
 from agentscore.serve.stats import ServiceStats
 from agentscore.serve.worker import ScoringWorker
 
-__all__ = ["ServeOptions", "build_service", "load_evals", "run_service"]
+__all__ = ["ServeOptions", "build_service", "load_evals", "log_judge_checks", "run_service"]
 
 _log = structlog.get_logger("agentscore.serve")
 
@@ -85,6 +86,21 @@ def load_evals(spec: str) -> Evals:
     return evals
 
 
+def log_judge_checks(evals: Evals) -> None:
+    """One log line per judge model: `judge_check_ok`, or a warning saying what is wrong."""
+    for check in evals.check():
+        if check.ok:
+            _log.info("judge_check_ok", model=check.model, endpoint=check.endpoint)
+        else:
+            _log.warning(
+                "judge_check_failed",
+                model=check.model,
+                endpoint=check.endpoint,
+                problem=check.problem,
+                error_type=check.error_type,
+            )
+
+
 def build_service(options: ServeOptions, evals: Evals) -> ServeApp:
     """The app, with the worker started and drained by its lifespan."""
     queue = SqliteQueue(Path(options.queue), synchronous=options.synchronous)
@@ -128,6 +144,7 @@ def build_service(options: ServeOptions, evals: Evals) -> ServeApp:
         queue.close()
 
     _log.info("serve_configured", destination=exporters.destination, queue=options.queue)
+    judges = {entry.scorer.id: entry.scorer.judge for entry in evals.entries}
     app = ServeApp(
         ingestor,
         queue,
@@ -141,6 +158,7 @@ def build_service(options: ServeOptions, evals: Evals) -> ServeApp:
         forward_headers=forward_headers(os.environ) if options.forward else None,
         ingest_token=load_ingest_token(os.environ, options.ingest_token_file),
         body_timeout=options.body_timeout,
+        judge_health=lambda: {"cascades": cascade_health(judges)},
     )
     if options.grpc_port is not None:
         from agentscore.serve.grpc_ingest import GrpcIngest  # grpcio, in the `serve` extra
@@ -163,7 +181,11 @@ def run_service(options: ServeOptions) -> int:
         raise ConfigurationError(
             "--header-timeout and --body-timeout must be positive, --max-connections at least 1"
         )
-    app = build_service(options, load_evals(options.scorers))
+    evals = load_evals(options.scorers)
+    # In the background: a judge that is down at start may be up a minute later, and the
+    # queue keeps the work until then, so the service starts whatever the check finds.
+    threading.Thread(target=log_judge_checks, args=(evals,), daemon=True).start()
+    app = build_service(options, evals)
     if not _loopback(options.host) and app.ingest_token is None:
         _log.warning(
             "serve_ingest_open",

@@ -4,17 +4,25 @@ from __future__ import annotations
 
 import contextvars
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from opentelemetry import _logs, metrics, trace
-from opentelemetry.metrics import Counter, Histogram, Meter, MeterProvider
+from opentelemetry.metrics import (
+    CallbackOptions,
+    Counter,
+    Histogram,
+    Meter,
+    MeterProvider,
+    Observation,
+)
 from opentelemetry.trace import Tracer, TracerProvider
 
 __all__ = [
     "AGENTSCORE_SCOPE",
     "CAPTURE_CONTENT_ENV",
+    "GAUGES",
     "Telemetry",
     "current_telemetry",
     "reset_telemetry",
@@ -92,7 +100,36 @@ class Telemetry:
                     description="Claims a cascade judge decided, by who decided them",
                 ),
             )
+            for name, (unit, description, sources) in GAUGES.items():
+                meter.create_observable_gauge(
+                    name, [_reader(sources)], unit=unit, description=description
+                )
         return self._instruments
+
+
+Observer = Callable[[], Iterable[Observation]]
+# Gauges read when metrics are collected, fed by the layers that hold the state (a cascade
+# judge adds its observer at import); telemetry imports none of them.
+GAUGES: dict[str, tuple[str, str, list[Observer]]] = {
+    "agentscore.cascade.agreement": (
+        "1",
+        "Share of a cascade's confident local verdicts the LLM agreed with, per verdict "
+        "kind, over its rolling window",
+        [],
+    ),
+    "agentscore.cascade.local_deciding": (
+        "1",
+        "1 while a cascade's local stage decides alone, 0 while it is paused",
+        [],
+    ),
+}
+
+
+def _reader(sources: list[Observer]) -> Callable[[CallbackOptions], Iterable[Observation]]:
+    def read(options: CallbackOptions) -> Iterable[Observation]:
+        return [observation for source in sources for observation in source()]
+
+    return read
 
 
 _current: contextvars.ContextVar[Telemetry | None] = contextvars.ContextVar(

@@ -1,4 +1,4 @@
-"""The 50 (question, output, context) cases of the peers benchmark, built at run time.
+"""HaluEval knowledge QA: the 50 (question, output, context) cases of the peers benchmark.
 
 Read in place from ../shared/datasets/halueval_qa.jsonl (relative to the project root; see
 its README.md), never copied into the repository. The first 25 usable records, in file

@@ -1,0 +1,163 @@
+"""One agent process of `benchmarks/serve_latency.py`: answers requests at a steady rate.
+
+The agent calls a scripted model through the `openai` client (in-process `ScriptedEndpoint`,
+zero latency: one tool call, then the answer), records GenAI-convention spans by hand as a
+framework's instrumentation would, and exports them with the SDK's BatchSpanProcessor and
+OTLP/HTTP exporter to `--traces`. Requests start on a fixed schedule (open loop: a slow request does
+not delay the next one's start), and each latency runs from its scheduled start to its
+answer, so time spent waiting behind the scorer counts. Prints one JSON object: the
+latencies in microseconds and what the in-process scorer scored.
+
+Arms: `none` (spans only), `submit` (`Evals.submit` inside the request, after the answer
+is ready), `processor` (a `ScoringSpanProcessor` on the agent's tracer provider); the
+out-of-process arm is `none` exporting to `agentscore serve`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+from typing import Any
+
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+from agentscore import Evals, Runner, ScoringSpanProcessor, Telemetry
+from agentscore.judges import LocalJudge
+from agentscore.pipeline import runner as runner_module
+from agentscore.scorers import create_faithfulness_scorer
+from agentscore.testing import ScriptedEndpoint, chat_completion
+
+ANSWER = "Order 42 shipped on May 2 and arrives on May 5."
+QUESTION = "Where is order 42?"
+ORDER = {"order_id": 42, "status": "shipped", "shipped": "May 2", "eta": "May 5"}
+CALL = {"id": "c1", "type": "function",
+        "function": {"name": "lookup_order", "arguments": '{"order_id": 42}'}}  # fmt: skip
+
+
+def model() -> ScriptedEndpoint:
+    def respond(body: dict[str, Any]) -> Any:
+        if body["messages"][-1]["role"] == "tool":
+            return chat_completion(ANSWER)
+        return chat_completion(None, tool_calls=[("lookup_order", {"order_id": 42})])
+
+    return ScriptedEndpoint(respond)
+
+
+def after_answer(seconds: float) -> None:
+    """The request's work after the answer (rendering it, writing it out): Python work in
+    0.5 ms slices, each ended by a system call that lets go of the GIL as a socket write
+    does. A scoring thread woken at submit takes the GIL at such a point and keeps it for up
+    to the interpreter's switch interval (5 ms)."""
+    until = time.perf_counter() + seconds
+    while (now := time.perf_counter()) < until:
+        stop = min(until, now + 0.0005)
+        while time.perf_counter() < stop:
+            pass
+        time.sleep(0)
+
+
+class App:
+    """An agent instrumented by hand with the GenAI conventions, as a framework's
+    instrumentation would (the span processor reads only such foreign spans)."""
+
+    def __init__(self, provider: TracerProvider, evals: Evals | None, after: float) -> None:
+        self.tracer = provider.get_tracer("bench-app")
+        self.client = model().client()
+        self.evals = evals
+        self.after = after
+
+    async def request(self) -> None:
+        user = {"role": "user", "content": QUESTION}
+        with self.tracer.start_as_current_span(
+            "invoke_agent support", attributes={"gen_ai.operation.name": "invoke_agent"}
+        ) as agent:
+            with self.tracer.start_as_current_span("chat agent-model"):
+                await self.client.chat.completions.create(model="agent-model", messages=[user])
+            with self.tracer.start_as_current_span(
+                "execute_tool lookup_order",
+                attributes={
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": "lookup_order",
+                    "gen_ai.tool.call.id": "c1",
+                    "gen_ai.tool.call.result": json.dumps(ORDER),
+                },
+            ):
+                pass
+            tool = {"role": "tool", "tool_call_id": "c1", "content": json.dumps(ORDER)}
+            call = {"role": "assistant", "content": None, "tool_calls": [CALL]}
+            with self.tracer.start_as_current_span("chat agent-model"):
+                await self.client.chat.completions.create(
+                    model="agent-model", messages=[user, call, tool]
+                )
+            parts = [{"role": "user", "parts": [{"type": "text", "content": QUESTION}]}]
+            agent.set_attribute("gen_ai.input.messages", json.dumps(parts))
+            reply = [{"role": "assistant", "parts": [{"type": "text", "content": ANSWER}]}]
+            agent.set_attribute("gen_ai.output.messages", json.dumps(reply))
+            if self.evals is not None:
+                answer = {"role": "assistant", "content": ANSWER}
+                self.evals.submit(QUESTION, [call, tool, answer], span=agent)
+            after_answer(self.after)
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--arm", choices=("none", "submit", "processor"), required=True)
+    parser.add_argument("--traces", required=True)
+    parser.add_argument("--rate", type=float, default=100.0)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--warmup", type=float, default=2.0)
+    parser.add_argument("--linger", type=float, help="replaces runner.HANDOVER_LINGER (s)")
+    parser.add_argument("--after-ms", type=float, default=0.0, help="CPU work after submit")
+    args = parser.parse_args()
+    if args.linger is not None:
+        runner_module.HANDOVER_LINGER = args.linger  # 0: the hand-over as it was before
+
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(args.traces)))
+    telemetry = Telemetry(tracer_provider=provider, capture_content=True)
+    runner = Runner(max_queue=100_000, concurrency=4)
+    evals = Evals(scorers=[create_faithfulness_scorer(LocalJudge())], runner=runner,
+                  telemetry=telemetry)  # fmt: skip
+    processor = None
+    if args.arm == "processor":
+        processor = ScoringSpanProcessor(evals)
+        provider.add_span_processor(processor)
+    app = App(provider, evals if args.arm == "submit" else None, args.after_ms / 1000)
+
+    latencies: list[int] = []
+
+    async def timed(due: int, keep: bool) -> None:
+        await app.request()
+        if keep:
+            latencies.append((time.perf_counter_ns() - due) // 1000)
+
+    interval = int(1e9 / args.rate)
+    total = int((args.warmup + args.seconds) * args.rate)
+    warm = int(args.warmup * args.rate)
+    tasks = []
+    cpu = time.process_time()
+    start = time.perf_counter_ns()
+    for n in range(total):
+        due = start + n * interval
+        delay = (due - time.perf_counter_ns()) / 1e9
+        if delay > 0:
+            await asyncio.sleep(delay)
+        tasks.append(asyncio.create_task(timed(due, n >= warm)))
+    await asyncio.gather(*tasks)
+    await runner.aflush(30)
+    if processor is not None:
+        processor.force_flush(30_000)
+        await runner.aflush(30)
+    cpu_ms = (time.process_time() - cpu) * 1000 / total  # the process's CPU, scoring included
+    stats = runner.stats()
+    provider.shutdown()
+    print(json.dumps({"latencies_us": latencies, "scored": stats.scored, "failed": stats.failed,
+                      "cpu_ms_per_request": cpu_ms}))  # fmt: skip
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

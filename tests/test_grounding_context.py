@@ -1,0 +1,169 @@
+"""The local judge reads a context once per run, and reads large ones instead of refusing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agentscore.judges import LocalJudge, OpenAIJudge
+from agentscore.judges import _grounding_context as prepared_contexts
+from agentscore.judges._grounding import check_claims
+from agentscore.judges._grounding_context import Prepared, prepare
+from agentscore.result import ScoreStatus
+from agentscore.run import ScorerRun
+from agentscore.scorers import create_faithfulness_scorer, create_hallucination_scorer
+from agentscore.scorers._claims import MAX_CONTEXT_CHARS
+from agentscore.testing import ScriptedEndpoint
+
+pytestmark = pytest.mark.anyio
+
+STATUSES = ("shipped", "delivered", "cancelled")
+
+
+def orders(count: int, customer: str = "ana") -> str:
+    return json.dumps(
+        {
+            "orders": [
+                {
+                    "order_id": 1000 + n,
+                    "customer": customer,
+                    "status": STATUSES[n % 3],
+                    "city": ("Lyon", "Porto", "Ghent")[n % 3],
+                }
+                for n in range(count)
+            ]
+        }
+    )
+
+
+def agent_run(result: str, answer: str) -> ScorerRun:
+    call = {"id": "c1", "type": "function", "function": {"name": "orders", "arguments": "{}"}}
+    return ScorerRun(
+        input=[{"role": "user", "content": "Where are my orders?"}],
+        output=[
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c1", "content": result},
+            {"role": "assistant", "content": answer},
+        ],
+    )
+
+
+@pytest.fixture(autouse=True)
+def empty_cache() -> None:
+    prepared_contexts._cache.clear()
+    prepared_contexts._cached_chars = 0
+
+
+def preparations(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts real preparations (the class still does all the work)."""
+    made: list[int] = []
+    original = Prepared.__init__
+
+    def counting(self: Prepared, context: list[str]) -> None:
+        made.append(sum(len(item) for item in context))
+        original(self, context)
+
+    monkeypatch.setattr(Prepared, "__init__", counting)
+    return made
+
+
+async def test_faithfulness_and_hallucination_on_one_run_prepare_its_context_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    made = preparations(monkeypatch)
+    run = agent_run(orders(50), "Order 1001 was delivered to Porto. Order 1002 was shipped.")
+    judge = LocalJudge()
+    faithful = await create_faithfulness_scorer(judge).run(run)
+    hallucinated = await create_hallucination_scorer(judge).run(run)
+    assert len(made) == 1  # both scorers' contexts are equal lists of new strings
+    assert faithful.score == 0.5 and hallucinated.score == 0.5
+    verdicts = [v["verdict"] for v in faithful.analyze_step_result["verdicts"]]
+    assert verdicts == ["yes", "no"]  # order 1002 is cancelled
+    # Another run's context is prepared anew.
+    other = agent_run(orders(50, "bo"), "Order 1001 was delivered to Porto.")
+    assert (await create_faithfulness_scorer(judge).run(other)).score == 1.0
+    assert len(made) == 2
+
+
+def test_a_shared_preparation_gives_the_verdicts_of_a_fresh_one() -> None:
+    context = [orders(30), "Order 1003 left the Lyon depot on Monday. It is insured."]
+    claims = [
+        "Order 1003 was shipped.",
+        "Order 1004 was cancelled.",
+        "Order 1005 was delivered to Ghent.",
+        "Order 1003 left the Porto depot.",
+        "It is insured.",
+    ]
+    first = check_claims(claims, context, mode="hallucination")
+    assert prepare(list(context)) is prepare([str(item) for item in context])  # the cached one
+    prepared_contexts._cache.clear()
+    prepared_contexts._cached_chars = 0
+    assert check_claims(claims, context, mode="hallucination") == first
+    assert [c.verdict for c in first] == ["yes", "no", "no", "no", "yes"]
+
+
+def test_the_cache_is_bounded_in_entries_and_characters(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(prepared_contexts, "CACHE_CHARS", 10_000)
+    for n in range(prepared_contexts.CACHE_ENTRIES + 5):
+        prepare([f"Order {n} shipped on day {n}."])
+    assert len(prepared_contexts._cache) == prepared_contexts.CACHE_ENTRIES
+    big = orders(200)  # about 15,000 characters: never cached, still prepared
+    assert len(big) > 10_000
+    assert prepare([big]) is not prepare([big])
+    for n in range(3):
+        prepare([orders(40, f"c{n}")])  # about 3,000 characters each
+    assert prepared_contexts._cached_chars <= 10_000
+    assert prepared_contexts._cached_chars == sum(s for _, s in prepared_contexts._cache.values())
+
+
+async def test_a_one_megabyte_tool_result_is_scored_by_the_local_judge() -> None:
+    result = orders(14_000)
+    assert len(result) > 1_000_000
+    answer = (
+        "Order 14999 was delivered to Porto. Order 14997 was delivered. "
+        "Order 1000 was shipped to Lyon."
+    )
+    run = agent_run(result, answer)
+    faithful = await create_faithfulness_scorer(LocalJudge()).run(run)
+    assert faithful.status is ScoreStatus.SCORED, faithful.error
+    verdicts = [v["verdict"] for v in faithful.analyze_step_result["verdicts"]]
+    assert verdicts == ["yes", "no", "yes"]  # 14997 is cancelled
+    assert faithful.score == round(2 / 3, 2)
+
+
+async def test_an_llm_judge_still_refuses_a_context_its_prompt_cannot_hold() -> None:
+    endpoint = ScriptedEndpoint([])
+    judge = OpenAIJudge("judge", client=endpoint.client(max_retries=0))
+    run = agent_run(orders(6_000), "Order 1001 was delivered.")
+    result = await create_faithfulness_scorer(judge).run(run)
+    assert result.status is ScoreStatus.FAILED
+    assert result.error is not None and result.error.type == "InputTooLargeError"
+    assert str(MAX_CONTEXT_CHARS) in result.error.message
+    assert endpoint.requests == []
+
+
+async def test_past_the_local_judges_own_bound_the_run_fails_clearly(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(LocalJudge, "max_context_chars", 100_000)
+    result = await create_faithfulness_scorer(LocalJudge()).run(
+        agent_run(orders(2_000), "Order 1001 was delivered.")
+    )
+    assert result.status is ScoreStatus.FAILED
+    assert result.error is not None and result.error.type == "InputTooLargeError"
+    assert "100000" in result.error.message
+
+
+def test_a_static_context_keeps_a_bounded_number_of_claims(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # `context=[...]` is the same for every run: its prepared form stays cached while each
+    # run brings new claims, which must not accumulate.
+    monkeypatch.setattr(prepared_contexts, "REMEMBERED_CLAIMS", 8)
+    context = [orders(10)]
+    found = [check_claims([f"Order {1000 + n} was shipped."], context)[0] for n in range(20)]
+    # Delivered orders are not said to be shipped; ids past 1009 are not in the context.
+    expected = [("yes", "unsure", "no")[n % 3] for n in range(10)] + ["unsure"] * 10
+    assert [check.verdict for check in found] == expected
+    assert len(prepare(context)._remembered) <= 8
