@@ -8,7 +8,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping, MutableMapping
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,9 +26,17 @@ from agentscore._table import render_table
 from agentscore.adapters import coerce_messages
 from agentscore.batch import EvalItemResult, run_evals_sync, split_messages
 from agentscore.context import run_context
+from agentscore.errors import ConfigurationError
+from agentscore.judges.base import Judge
 from agentscore.judges.check import explain
 from agentscore.judges.resolve import resolve_judge
 from agentscore.scorers import (
+    answer_relevancy,
+    completeness,
+    context_relevance,
+    create_answer_relevancy_scorer,
+    create_completeness_scorer,
+    create_context_relevance_scorer,
     create_faithfulness_scorer,
     create_hallucination_scorer,
     faithfulness,
@@ -38,13 +46,28 @@ from agentscore.scorers.base import Scorer
 
 __all__ = ["EvalOptions", "run_eval_file"]
 
-_SCORERS = {
-    "faithfulness": create_faithfulness_scorer,
-    "hallucination": create_hallucination_scorer,
+# Each scorer by name, from the judge and its pass line; context is each record's own.
+_SCORERS: dict[str, Callable[[Judge, float], Scorer]] = {
+    "faithfulness": lambda judge, threshold: create_faithfulness_scorer(
+        judge, get_context=run_context, threshold=threshold
+    ),
+    "hallucination": lambda judge, threshold: create_hallucination_scorer(
+        judge, get_context=run_context, threshold=threshold
+    ),
+    "answer_relevancy": lambda judge, threshold: create_answer_relevancy_scorer(
+        judge, threshold=threshold
+    ),
+    "context_relevance": lambda judge, threshold: create_context_relevance_scorer(
+        judge, get_context=run_context, threshold=threshold
+    ),
+    "completeness": lambda judge, threshold: create_completeness_scorer(judge, threshold=threshold),
 }
 _DEFAULT_THRESHOLDS = {
     "faithfulness": faithfulness.DEFAULT_THRESHOLD,
     "hallucination": hallucination.DEFAULT_THRESHOLD,
+    "answer_relevancy": answer_relevancy.DEFAULT_THRESHOLD,
+    "context_relevance": context_relevance.DEFAULT_THRESHOLD,
+    "completeness": completeness.DEFAULT_THRESHOLD,
 }
 _HEADERS = ["scorer", "mean", "pass rate", "scored", "failed", "no context"]
 # Every way a judge can refuse: a 404 model, a 400, a refused key, no connection, a timeout...
@@ -114,14 +137,14 @@ def run_eval_file(options: EvalOptions) -> int:
         print(f"resuming: {len(items) - len(todo)} records already scored in {options.out}")
 
     judge = resolve_judge(options.judge)
-    scorers = [
-        _SCORERS[name](
-            judge,
-            get_context=run_context,
-            threshold=options.thresholds.get(name, _DEFAULT_THRESHOLDS[name]),
-        )
-        for name in options.scorers
-    ]
+    try:
+        scorers = [
+            _SCORERS[name](judge, options.thresholds.get(name, _DEFAULT_THRESHOLDS[name]))
+            for name in options.scorers
+        ]
+    except ConfigurationError as exc:  # e.g. completeness with --judge local
+        print(f"agentscore eval: {exc}", file=sys.stderr)
+        return 2
     state = _RunState(
         todo=todo,
         output=_Output(Path(options.out) if options.out else None),

@@ -533,6 +533,7 @@ class Agent:
             ground_truth=ground_truth,
             request_context=dict(request_context or {}),
             agent_name=self.name,
+            tools=self._tool_definitions,
             conversation_id=conversation_id,
             trace_id=result.trace_id,
             span_id=result.span_id,

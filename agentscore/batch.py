@@ -14,12 +14,14 @@ from agentscore._redact import redact
 from agentscore.adapters import coerce_messages
 from agentscore.agent import Agent
 from agentscore.errors import ConfigurationError
+from agentscore.judges.base import Judge
 from agentscore.messages import Message
 from agentscore.pipeline.evaluate import evaluate
 from agentscore.result import ScoreResult, ScoreStatus
 from agentscore.run import ScorerRun
 from agentscore.runtime.loop import background_loop
 from agentscore.scorers.base import Scorer
+from agentscore.scorers.together import Together
 
 __all__ = [
     "EvalItemResult",
@@ -161,16 +163,24 @@ async def _evaluate_item(
         # The target's own errors can quote its credentials ("Bearer sk-..." from the SDK).
         return EvalItemResult(index=index, error=redact(f"{type(exc).__name__}: {exc}"))
     scored: dict[str, ScoreResult] = {}
+    # The item's LLM scorers on one judge share one judge request.
+    together = Together(scorers)
 
     async def score(scorer: Scorer) -> None:
         # The pipeline's evaluate, with no telemetry: a batch run emits no spans, and its
         # failures are reported per record (the CLI's circuit breaker stops a dead judge).
-        scored[scorer.id] = await evaluate(None, scorer, run, timeout=None)
+        async def attempt(judge: Judge | None) -> ScoreResult:
+            return await evaluate(None, scorer, run, timeout=None, judge=judge)
+
+        scored[scorer.id] = await together.score(scorer, attempt)
 
     async with anyio.create_task_group() as task_group:
         for scorer in scorers:
             task_group.start_soon(score, scorer)
-    return EvalItemResult(index=index, run=run, scorer_results=scored)
+    # In the scorers' order, not the order they finished in (sharing a request, they finish
+    # together), so reports and "first failure" lines are stable.
+    ordered = {scorer.id: scored[scorer.id] for scorer in scorers if scorer.id in scored}
+    return EvalItemResult(index=index, run=run, scorer_results=ordered)
 
 
 def split_messages(record: Mapping[str, Any]) -> Mapping[str, Any]:

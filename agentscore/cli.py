@@ -39,7 +39,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "agentscore's JSONL export)",
     )
     evaluate.add_argument(
-        "--scorer", default="faithfulness,hallucination", help="comma-separated scorer names"
+        "--scorer",
+        default="faithfulness,hallucination",
+        help="comma-separated scorer names: faithfulness, hallucination, answer_relevancy, "
+        "context_relevance, completeness (an LLM --judge)",
     )
     evaluate.add_argument("--judge", default="local", help="'local' or a judge model name")
     evaluate.add_argument("--concurrency", type=int, default=8)

@@ -22,6 +22,7 @@ __all__ = [
     "JudgeResponseError",
     "JudgeServerError",
     "JudgeTimeoutError",
+    "MissingInputError",
     "ScorerTimeoutError",
     "UnreadableMessageError",
     "UnsupportedTaskError",
@@ -102,6 +103,11 @@ class UnsupportedTaskError(JudgeError):
 
 class InputTooLargeError(AgentScoreError):
     """The output or context is larger than a scorer judges; the run fails with this."""
+
+
+class MissingInputError(AgentScoreError, ValueError):
+    """The run lacks what the scorer judges (a question, the agent's tools); the run fails
+    with this rather than being scored against nothing."""
 
 
 class ScorerTimeoutError(AgentScoreError):

@@ -25,6 +25,7 @@ from agentscore.pipeline.choose import accepts, accepts_async, sampled_scorers
 from agentscore.pipeline.runner import Runner, ScoreJob, ScoreSink, default_runner
 from agentscore.run import ScorerRun
 from agentscore.scorers.base import Scorer
+from agentscore.scorers.together import Together
 from agentscore.telemetry.core import Telemetry, current_telemetry
 
 __all__ = ["Evals", "EvalsLike", "SampledScorer", "sampled_entries"]
@@ -246,9 +247,12 @@ class Evals:
         runner = self.runner or default_runner()
         job_telemetry = telemetry or self.telemetry or current_telemetry()
         sink = on_result or self.on_score
+        # One per generation: its LLM scorers on the same judge share one judge request.
+        together = Together(chosen) if len(chosen) > 1 else None
+        together = together if together is not None and together.sharing else None
         queued = False
         for scorer in chosen:
-            job = ScoreJob(scorer, run, job_telemetry, sink, read)
+            job = ScoreJob(scorer, run, job_telemetry, sink, read, together)
             queued = runner.submit(job) or queued
         return queued
 

@@ -33,6 +33,9 @@ class ScorerRun(BaseModel):
         "beside the tool results in the output.",
     )
     agent_name: str | None = None
+    # The tools the agent could call, as Chat Completions tool definitions (what the model was
+    # sent); tool-call accuracy checks calls against them. Empty: not recorded.
+    tools: list[dict[str, Any]] = Field(default_factory=list)
     conversation_id: str | None = None
     trace_id: str | None = None
     span_id: str | None = None

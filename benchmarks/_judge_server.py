@@ -74,6 +74,20 @@ def supported(claim: str, context: str) -> tuple[bool, str]:
     return verdict, reason
 
 
+def relevant(statement: str, question: str) -> tuple[bool, str]:
+    """A statement addresses the question when it shares a content word with it."""
+    shared = sorted(set(_content_words(statement)) & set(_content_words(question)))
+    if shared:
+        return True, f"It shares {', '.join(shared[:3])} with the question."
+    return False, "It shares no content word with the question."
+
+
+def covered(question: str, answer: str) -> tuple[bool, str]:
+    """The question (one requirement) is covered when the answer supports its content words,
+    by the same 60% rule as a claim and its context."""
+    return supported(question, answer)
+
+
 def _score(verdicts: list[bool]) -> float:
     return round(sum(verdicts) / len(verdicts), 2) if verdicts else 0.0
 
@@ -111,6 +125,18 @@ def answer(prompt: str) -> tuple[str, dict[str, Any]]:
     # agentscore: data sits in <<BEGIN LABEL digest>> blocks.
     if "<<BEGIN " in prompt:
         blocks = _blocks(prompt)
+        if 'Section "s1"' in prompt:
+            return "agentscore.combined", _combined(prompt, blocks)
+        if "addresses the QUESTION" in prompt:
+            statements = []
+            for claim in split_claims(blocks["ANSWER"]):
+                ok, why = relevant(claim, blocks["QUESTION"])
+                statements.append(
+                    {"statement": claim, "verdict": "yes" if ok else "no", "reason": why}
+                )
+            return "agentscore.relevancy", {"statements": statements}
+        if "List every distinct thing the QUESTION asks for" in prompt:
+            return "agentscore.completeness", _requirements(blocks["QUESTION"], blocks["ANSWER"])
         if "VERDICTS" in blocks:
             match = re.search(r"score is ([0-9.]+) on a scale", prompt)
             score = match.group(1) if match else "0"
@@ -158,6 +184,49 @@ def answer(prompt: str) -> tuple[str, dict[str, Any]]:
         score = _between(prompt, "Faithfulness Score:\n", "\n")
         return "deepeval.reason", {"reason": f"The score is {score} because of the verdicts."}
 
+    # deepeval HallucinationMetric, AnswerRelevancyMetric and GEval (their templates/*.txt).
+    if "agrees with EACH context" in prompt:
+        output = _between(prompt, "Actual Output:\n", "\n\nJSON:")
+        raw = _between(prompt, "Contexts:\n", "\n\nActual Output:")
+        contexts = _literal_list(raw)
+        claims = split_claims(output)
+        verdicts = []
+        for context in contexts:
+            ok = any(supported(claim, str(context))[0] for claim in claims)
+            why = "The output agrees with the context." if ok else "No claim agrees with it."
+            verdicts.append({"verdict": "yes" if ok else "no", "reason": why})
+        return "deepeval.hallucination_verdicts", {"verdicts": verdicts}
+    if "reason for the hallucination score" in prompt:
+        return "deepeval.hallucination_reason", {"reason": "The score is what the verdicts say."}
+    if "breakdown and generate a list of statements presented" in prompt:
+        output = _between(prompt, "Text:\n", "\n\nJSON:")
+        return "deepeval.statements", {"statements": split_claims(output)}
+    if "whether each statement is relevant to address the input" in prompt:
+        question = _between(prompt, "Input:\n", "\n\nStatements:")
+        statements = _literal_list(_between(prompt, "Statements:\n", "\n\nJSON:"))
+        relevancy = []
+        for statement in statements:
+            ok, why = relevant(str(statement), question)
+            relevancy.append({"verdict": "yes"} if ok else {"verdict": "no", "reason": why})
+        return "deepeval.relevancy_verdicts", {"verdicts": relevancy}
+    if "Given the answer relevancy score" in prompt:
+        return "deepeval.relevancy_reason", {"reason": "The score is what the verdicts say."}
+    if "Given the following evaluation steps" in prompt:
+        question = _between(prompt, "Input:\n", "\n\nActual Output:", last=False)
+        output = _between(prompt, "Actual Output:\n", "\n\n", last=False)
+        ok, why = covered(question, output)
+        return "deepeval.geval", {"reason": why, "score": 10 if ok else 0}
+
+    # ragas AnswerRelevancy and DomainSpecificRubrics (metrics/collections/*/util.py).
+    if "Generate a question for the given answer" in prompt:
+        data = json.loads(_between(prompt, "input: ", "\nOutput: "))
+        words = _content_words(data["response"])[:6]
+        return "ragas.question", {"question": f"What about {' '.join(words)}?", "noncommittal": 0}
+    if "assign an appropriate score and provide feedback" in prompt:
+        data = json.loads(_between(prompt, "input: ", "\nOutput: "))
+        ok, why = covered(data["user_input"], data["response"])
+        return "ragas.rubric", {"feedback": why, "score": 5 if ok else 1}
+
     # ragas Faithfulness (ragas/metrics/collections/faithfulness/util.py).
     if "fully understandable statements" in prompt:
         data = json.loads(_between(prompt, "input: ", "\nOutput: "))
@@ -171,6 +240,53 @@ def answer(prompt: str) -> tuple[str, dict[str, Any]]:
         return "ragas.nli", {"statements": judged}
 
     raise Unrecognised("no known prompt")
+
+
+_SECTION = re.compile(r'Section "(s\d+)": (.*?)(?=\n\nSection "|\n\n<<BEGIN |\Z)', re.DOTALL)
+
+
+def _combined(prompt: str, blocks: dict[str, str]) -> dict[str, Any]:
+    """agentscore's shared request: claims once, then a section per scorer."""
+    claims = split_claims(blocks["ANSWER"])
+    reply: dict[str, Any] = {"claims": claims}
+    for key, text in _SECTION.findall(prompt):
+        if "Judge each claim against" in text:
+            label = re.search(r"against (CONTEXT(?: \d+)?) only", text)
+            context = _context_lines(blocks[label.group(1) if label else "CONTEXT"])
+            judged = [supported(claim, context) for claim in claims]
+        elif "as a statement of the ANSWER" in text:
+            judged = [relevant(claim, blocks["QUESTION"]) for claim in claims]
+        elif "List every distinct thing the QUESTION asks for" in text:
+            reply[key] = _requirements(blocks["QUESTION"], blocks["ANSWER"])
+            continue
+        else:
+            raise Unrecognised(f"agentscore section {key} of no known kind")
+        reply[key] = {
+            "items": [{"verdict": "yes" if ok else "no", "reason": why} for ok, why in judged]
+        }
+    return reply
+
+
+def _requirements(question: str, answer: str) -> dict[str, Any]:
+    ok, why = covered(question, answer)
+    verdict = "yes" if ok else "no"
+    return {"requirements": [{"requirement": question, "verdict": verdict, "reason": why}]}
+
+
+def _literal_list(raw: str) -> list[Any]:
+    try:
+        value = ast.literal_eval(raw)
+    except (ValueError, SyntaxError):
+        value = json.loads(raw)
+    return list(value)
+
+
+def embedding(text: str, size: int = 64) -> list[float]:
+    """A bag of content words hashed into `size` dimensions: deterministic, dependency-free."""
+    vector = [0.0] * size
+    for word in _content_words(text):
+        vector[sum(map(ord, word)) % size] += 1.0
+    return vector if any(vector) else [1.0] + [0.0] * (size - 1)
 
 
 def _message_text(content: Any) -> str:
@@ -212,6 +328,8 @@ class JudgeServer:
                 "kinds": defaultdict(int),
                 "unrecognised": 0,
                 "schema_mismatch": 0,
+                "prompt_tokens": 0,
+                "completion_tokens": 0,
                 "cases": defaultdict(list),
             }
         )
@@ -235,6 +353,8 @@ class JudgeServer:
             stats["unrecognised"] += 1
             return 400, {"error": {"message": f"judge server: {exc}", "type": "invalid_request"}}
         stats["kinds"][kind] += 1
+        stats["prompt_tokens"] += sum(len(text) for text in texts) // 4
+        stats["completion_tokens"] += len(json.dumps(reply, ensure_ascii=False)) // 4
         if _schema_problem(request, reply):
             stats["schema_mismatch"] += 1
         content = json.dumps(reply, ensure_ascii=False)
@@ -260,6 +380,29 @@ class JudgeServer:
                 "total_tokens": prompt_tokens + len(content) // 4,
             },
         }
+
+    async def embeddings(self, headers: dict[str, str], body: bytes) -> tuple[int, dict[str, Any]]:
+        """Embedding requests count as requests too: the provider sees each one."""
+        request = json.loads(body)
+        texts = request.get("input") or []
+        texts = [texts] if isinstance(texts, str) else texts
+        run_name = headers.get("x-bench-run") or "anonymous"
+        stats = self.runs[run_name]
+        stats["requests"] += 1
+        stats["body_bytes"] += len(body)
+        stats["kinds"]["embeddings"] += 1
+        tokens = sum(len(str(text)) for text in texts) // 4
+        stats["prompt_tokens"] += tokens
+        started = time.monotonic()
+        await asyncio.sleep(self.latency)
+        if "x-bench-case" in headers:
+            stats["cases"][headers["x-bench-case"]].append([started, time.monotonic()])
+        data = [
+            {"object": "embedding", "index": index, "embedding": embedding(str(text))}
+            for index, text in enumerate(texts)
+        ]
+        usage = {"prompt_tokens": tokens, "total_tokens": tokens}
+        return 200, {"object": "list", "data": data, "model": request.get("model"), "usage": usage}
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -296,6 +439,8 @@ class JudgeServer:
     ) -> tuple[int, dict[str, Any]]:
         if method == "POST" and path.endswith("/chat/completions"):
             return await self.chat(headers, body)
+        if method == "POST" and path.endswith("/embeddings"):
+            return await self.embeddings(headers, body)
         if method == "GET" and path == "/stats":
             return 200, json.loads(json.dumps(self.runs))
         if method == "POST" and path == "/reset":

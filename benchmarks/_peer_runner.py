@@ -93,15 +93,106 @@ def ragas_scorer(base_url: str, model: str) -> Callable[[dict[str, Any]], Awaita
     return score
 
 
+COMPLETENESS = (
+    "The actual output covers everything the input asks for: every sub-question, requested "
+    "item and constraint."
+)
+# Given, not generated: a deployment reuses one criterion's steps (and it saves a request).
+COMPLETENESS_STEPS = [
+    "List what the input asks for.",
+    "Check that the actual output covers each item.",
+    "Score 10 when every item is covered, 0 when none is.",
+]
+
+
+def deepeval_set_scorer(base_url: str, model: str) -> Callable[[dict[str, Any]], Awaitable[Any]]:
+    """Faithfulness, hallucination, answer relevancy and completeness (GEval) on one case."""
+    from deepeval.metrics import (
+        AnswerRelevancyMetric,
+        FaithfulnessMetric,
+        GEval,
+        HallucinationMetric,
+    )
+    from deepeval.models import OpenAIModel
+    from deepeval.test_case import LLMTestCase, SingleTurnParams
+
+    judge = OpenAIModel(
+        model=model, api_key="deepeval", base_url=base_url, async_http_client=_http_client()
+    )
+
+    async def score(case: dict[str, Any]) -> list[float]:
+        test_case = LLMTestCase(
+            input=case["question"],
+            actual_output=case["output"],
+            retrieval_context=case["context"],
+            context=case["context"],
+        )
+        metrics = [
+            FaithfulnessMetric(model=judge, async_mode=True),
+            HallucinationMetric(model=judge, async_mode=True),
+            AnswerRelevancyMetric(model=judge, async_mode=True),
+            GEval(
+                name="Completeness",
+                evaluation_steps=COMPLETENESS_STEPS,
+                evaluation_params=[SingleTurnParams.INPUT, SingleTurnParams.ACTUAL_OUTPUT],
+                model=judge,
+                async_mode=True,
+            ),
+        ]
+        await asyncio.gather(*(m.a_measure(test_case, _show_indicator=False) for m in metrics))
+        for metric in metrics:
+            if metric.error:
+                raise RuntimeError(metric.error)
+        return [float(metric.score) for metric in metrics]
+
+    return score
+
+
+def ragas_set_scorer(base_url: str, model: str) -> Callable[[dict[str, Any]], Awaitable[Any]]:
+    """ragas' nearest set: Faithfulness, hallucination as 1 - faithfulness (ragas has no
+    hallucination metric; derived at no cost), AnswerRelevancy (questions + embeddings) and
+    completeness as DomainSpecificRubrics with a completeness rubric."""
+    from openai import AsyncOpenAI
+    from ragas.embeddings.base import embedding_factory
+    from ragas.llms import llm_factory
+    from ragas.metrics.collections import AnswerRelevancy, DomainSpecificRubrics, Faithfulness
+
+    client = AsyncOpenAI(api_key="ragas", base_url=base_url, http_client=_http_client())
+    llm = llm_factory(model, client=client)
+    embeddings = embedding_factory("openai", model="text-embedding-3-small", client=client)
+    faithfulness = Faithfulness(llm=llm)
+    relevancy = AnswerRelevancy(llm=llm, embeddings=embeddings)
+    rubric = {
+        "score1_description": "The response leaves out what the input asks for.",
+        "score5_description": COMPLETENESS,
+    }
+    completeness = DomainSpecificRubrics(llm=llm, rubrics=rubric)
+
+    async def score(case: dict[str, Any]) -> list[float]:
+        faithful, relevant, complete = await asyncio.gather(
+            faithfulness.ascore(
+                user_input=case["question"],
+                response=case["output"],
+                retrieved_contexts=case["context"],
+            ),
+            relevancy.ascore(user_input=case["question"], response=case["output"]),
+            completeness.ascore(user_input=case["question"], response=case["output"]),
+        )
+        value = float(faithful.value)
+        return [value, 1.0 - value, float(relevant.value), (float(complete.value) - 1) / 4]
+
+    return score
+
+
 async def one_pass(
-    score: Callable[[dict[str, Any]], Awaitable[float]],
+    score: Callable[[dict[str, Any]], Awaitable[Any]],
     cases: list[dict[str, Any]],
     run_name: str,
     limit: int,
 ) -> dict[str, Any]:
     RUN.set(run_name)
     semaphore = asyncio.Semaphore(limit)
-    scores: list[float | None] = [None] * len(cases)
+    scores: list[Any] = [None] * len(cases)
     seconds: list[float] = [0.0] * len(cases)
     errors: list[str] = []
 
@@ -118,8 +209,10 @@ async def one_pass(
                 return
             finally:
                 seconds[index] = time.perf_counter() - started
-            scores[index] = value if math.isfinite(value) else None
-            if scores[index] is None:
+            values = value if isinstance(value, list) else [value]
+            if all(math.isfinite(v) for v in values):
+                scores[index] = value
+            else:
                 errors.append(f"case {case['id']}: non-finite score {value!r}")
 
     started = time.perf_counter()
@@ -131,19 +224,24 @@ async def one_pass(
 async def run(
     library: str, base_url: str, model: str, cases: list[dict[str, Any]], limit: int, repeat: int
 ) -> dict[str, Any]:
-    factory = {"deepeval": deepeval_scorer, "ragas": ragas_scorer}[library]
+    factory = {
+        "deepeval": deepeval_scorer,
+        "ragas": ragas_scorer,
+        "deepeval-set": deepeval_set_scorer,
+        "ragas-set": ragas_set_scorer,
+    }[library]
     score = factory(base_url, model)
     await one_pass(score, cases[:1], "warmup", 1)  # imports, templates, clients: not counted
     passes = [
         await one_pass(score, cases, f"{library}/r{number}", limit)
         for number in range(1, repeat + 1)
     ]
-    return {"library": library, "version": version(library), "passes": passes}
+    return {"library": library, "version": version(library.removesuffix("-set")), "passes": passes}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("library", choices=["deepeval", "ragas"])
+    parser.add_argument("library", choices=["deepeval", "ragas", "deepeval-set", "ragas-set"])
     parser.add_argument("--base-url", required=True)
     parser.add_argument("--cases", required=True, help="JSON file: a list of case objects")
     parser.add_argument("--model", default="gpt-4o-mini")

@@ -25,6 +25,15 @@ Figures per library, from the judge's counters:
   that runs the library, after one warm-up case that is not counted), median of `--repeat`
   runs, and the ratios against agentscore's default mode.
 
+Then the four-scorer set per generation (faithfulness, hallucination, answer relevancy,
+completeness) on the same cases: agentscore with the four sharing one judge request
+(`score_together`) and each alone; deepeval's FaithfulnessMetric, HallucinationMetric,
+AnswerRelevancyMetric and GEval (completeness, evaluation steps given); ragas' Faithfulness,
+AnswerRelevancy (its question generations and embedding requests, which the judge server
+answers and counts) and DomainSpecificRubrics (completeness); ragas has no hallucination
+metric, so it is 1 - faithfulness at no cost. Requests, prompt and completion tokens per
+generation (the judge's count: characters / 4, one rule for all), round trips, wall time.
+
 The run fails (exit 1) if any library scored fewer than all cases, a prompt went
 unrecognised, or a request count varied between repeats.
 
@@ -59,8 +68,16 @@ import httpx  # noqa: E402
 from openai import AsyncOpenAI  # noqa: E402
 
 from agentscore.judges import OpenAIJudge  # noqa: E402
+from agentscore.result import ScoreResult  # noqa: E402
 from agentscore.run import ScorerRun  # noqa: E402
-from agentscore.scorers import create_faithfulness_scorer  # noqa: E402
+from agentscore.scorers import (  # noqa: E402
+    Scorer,
+    create_answer_relevancy_scorer,
+    create_completeness_scorer,
+    create_faithfulness_scorer,
+    create_hallucination_scorer,
+)
+from agentscore.scorers.together import score_together  # noqa: E402
 from benchmarks.halueval_qa_cases import Case, load_cases  # noqa: E402
 
 PEERS_VENV = ROOT / ".cache" / "peers-venv"
@@ -162,7 +179,7 @@ def new_judge(base_url: str) -> OpenAIJudge:
 @dataclass
 class Pass:
     wall_s: float
-    scores: list[float | None]
+    scores: list[Any]
     case_seconds: list[float]
     errors: list[str] = field(default_factory=list)
     calls: int = 0
@@ -227,6 +244,109 @@ async def run_agentscore(
     return passes
 
 
+# -- the four-scorer set: faithfulness, hallucination, answer relevancy, completeness -------
+
+SET = ("faithfulness", "hallucination", "answer relevancy", "completeness")
+
+
+def set_scorers(judge: OpenAIJudge, case: Case) -> list[Scorer]:
+    context = list(case.context)
+    return [
+        create_faithfulness_scorer(judge, context=context),
+        create_hallucination_scorer(judge, context=context),
+        create_answer_relevancy_scorer(judge),
+        create_completeness_scorer(judge),
+    ]
+
+
+async def agentscore_set_pass(
+    judge: OpenAIJudge, cases: list[Case], run_name: str, limit: int, *, together: bool
+) -> Pass:
+    """The set on each case: in one shared request (`together`), or each scorer alone."""
+    RUN.set(run_name)
+    limiter = anyio.CapacityLimiter(limit)
+    outcome = Pass(0.0, [None] * len(cases), [0.0] * len(cases))
+
+    async def one(index: int, case: Case) -> None:
+        async with limiter:
+            CASE.set(str(case.id))
+            scorers = set_scorers(judge, case)
+            run = ScorerRun(input=case.question, output=case.output)
+            started = time.perf_counter()
+            results: list[ScoreResult] = []
+            if together:
+                results = await score_together(scorers, run)
+            else:
+                async with anyio.create_task_group() as group:
+                    for scorer in scorers:
+                        group.start_soon(_append, results, scorer, run)
+                results.sort(key=lambda r: [s.id for s in scorers].index(r.scorer_id))
+            outcome.case_seconds[index] = time.perf_counter() - started
+            outcome.calls += sum(result.judge_usage.calls for result in results)
+            failed = [r for r in results if r.status == "failed" or r.score is None]
+            if failed:
+                outcome.errors.append(f"case {case.id}: {[str(r.error) for r in failed]}")
+            else:
+                outcome.scores[index] = [r.score for r in results]
+
+    started = time.perf_counter()
+    async with anyio.create_task_group() as group:
+        for index, case in enumerate(cases):
+            group.start_soon(one, index, case)
+    outcome.wall_s = time.perf_counter() - started
+    return outcome
+
+
+async def _append(results: list[ScoreResult], scorer: Scorer, run: ScorerRun) -> None:
+    results.append(await scorer.run(run))
+
+
+async def run_agentscore_set(
+    base_url: str, cases: list[Case], limit: int, repeat: int
+) -> dict[str, list[Pass]]:
+    passes: dict[str, list[Pass]] = {"agentscore-set": [], "agentscore-set-alone": []}
+    for together in (True, False):
+        await agentscore_set_pass(new_judge(base_url), cases[:1], "warmup", 1, together=together)
+    for number in range(1, repeat + 1):
+        for name, together in (("agentscore-set", True), ("agentscore-set-alone", False)):
+            judge = new_judge(base_url)  # a fresh cache: every request is paid for
+            passes[name].append(
+                await agentscore_set_pass(
+                    judge, cases, f"{name}/r{number}", limit, together=together
+                )
+            )
+    return passes
+
+
+def set_table(rows: list[Row], base: Row) -> str:
+    header = (
+        "| library | requests/generation | prompt tokens/generation | completion tokens/"
+        "generation | round trips (critical path) | wall time | requests vs agentscore | "
+        "tokens vs agentscore | wall time vs agentscore |"
+    )
+    lines = [header, "|" + " --- |" * 9]
+    base_tokens = base.prompt_tokens + base.completion_tokens
+    for row in rows:
+        trips = f"{row.round_trips:.2f}" + (
+            f" (max {row.round_trips_max})" if row.round_trips_max != row.round_trips else ""
+        )
+        lines.append(
+            f"| {row.name} | {row.requests:.2f} | {row.prompt_tokens:,.0f} | "
+            f"{row.completion_tokens:,.0f} | {trips} | {row.wall_s:.2f} s | "
+            f"{_ratio(row.requests, base.requests)} | "
+            f"{_ratio(row.prompt_tokens + row.completion_tokens, base_tokens)} | "
+            f"{_ratio(row.wall_s, base.wall_s)} |"
+        )
+    return "\n".join(lines)
+
+
+def set_means(row: Row) -> str:
+    columns = list(zip(*(scores for scores in row.scores if scores is not None), strict=True))
+    return ", ".join(
+        f"{name} {statistics.mean(column):.3f}" for name, column in zip(SET, columns, strict=True)
+    )
+
+
 # -- the peers, in the peers venv ----------------------------------------------------------
 
 
@@ -273,8 +393,10 @@ class Row:
     wall_s: float
     walls: list[float]
     case_p50_s: float
-    scores: list[float | None]
+    scores: list[Any]
     kinds: dict[str, int]
+    prompt_tokens: float = 0.0
+    completion_tokens: float = 0.0
 
 
 def summarise(name: str, passes: list[Pass], stats: dict[str, Any], count: int) -> Row:
@@ -320,6 +442,8 @@ def summarise(name: str, passes: list[Pass], stats: dict[str, Any], count: int) 
         case_p50_s=statistics.median(passes[0].case_seconds),
         scores=passes[0].scores,
         kinds=dict(first.get("kinds", {})),
+        prompt_tokens=first.get("prompt_tokens", 0) / count,
+        completion_tokens=first.get("completion_tokens", 0) / count,
     )
 
 
@@ -404,6 +528,11 @@ def main() -> None:
         passes = asyncio.run(run_agentscore(base_url, cases, args.concurrency, args.repeat))
         for library in ("deepeval", "ragas"):
             passes[library] = run_peer(library, base_url, cases_file, args.concurrency, args.repeat)
+        passes.update(
+            asyncio.run(run_agentscore_set(base_url, cases, args.concurrency, args.repeat))
+        )
+        for library in ("deepeval-set", "ragas-set"):
+            passes[library] = run_peer(library, base_url, cases_file, args.concurrency, args.repeat)
         stats = server.stats()
     finally:
         server.close()
@@ -459,6 +588,21 @@ def main() -> None:
         ),
     ]
     print("targets: " + "; ".join(f"{text}: {'met' if ok else 'NOT met'}" for text, ok in targets))
+
+    set_order = ["agentscore-set", "agentscore-set-alone", "deepeval-set", "ragas-set"]
+    set_rows = {name: summarise(name, passes[name], stats, len(cases)) for name in set_order}
+    print()
+    print(
+        f"The four-scorer set per generation ({', '.join(SET)}), same cases, judge and "
+        "concurrency; tokens as the judge counts them (characters / 4, the same rule for all)"
+    )
+    print()
+    print(set_table([set_rows[name] for name in set_order], set_rows["agentscore-set"]))
+    print()
+    for name in set_order:
+        row = set_rows[name]
+        kinds = ", ".join(f"{kind} {count}" for kind, count in sorted(row.kinds.items()))
+        print(f"{name}: mean scores {set_means(row)}; requests by prompt: {kinds}")
 
 
 if __name__ == "__main__":

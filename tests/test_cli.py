@@ -76,20 +76,24 @@ def test_demo_runs_offline_and_prints_the_score_table(tmp_path: Path) -> None:
     out = completed.stdout
     assert "replayed from a recording" in out
     assert "offline local judge" in out
-    assert "faithfulness (higher=better)" in out
-    assert "10 scored, 2 no context, 0 failed, 0 dropped, 0 pending" in out
+    assert "faithfulness ↑" in out and "answer relevancy ↑" in out and "tool calls ↑" in out
+    assert "22 scored, 2 no context, 0 failed, 0 dropped, 0 pending" in out
     # The local judge's scores of the recorded answers: a grounded one, a half-invented one
     # and an invented one (the tool found no such order).
     rows = {line[:48].strip(): line[48:].split() for line in out.splitlines() if "  " in line}
-    assert rows["Where is my order 1042?"] == ["1.00", "pass", "0.00", "pass"]
+    # Then answer relevancy (lexical on the local judge: a statement sharing no word with the
+    # question counts 0.3) and tool-call accuracy (every recorded call valid).
+    grounded = ["1.00", "pass", "0.00", "pass", "0.65", "fail", "1.00", "pass"]
+    assert rows["Where is my order 1042?"] == grounded
     # 2 of 3 claims supported is below the default pass lines (0.8 and 0.2).
-    assert rows["Is shipping free?"] == ["0.67", "fail", "0.33", "fail"]
-    assert rows["What happened to order 3003?"] == ["0.00", "fail", "1.00", "fail"]
-    # A greeting that called no tool has nothing to be checked against: a dash, not a 0.00.
-    assert rows["Hi there!"] == ["-", "(no", "context)", "-", "(no", "context)"]
+    assert rows["Is shipping free?"][:4] == ["0.67", "fail", "0.33", "fail"]
+    assert rows["What happened to order 3003?"][:4] == ["0.00", "fail", "1.00", "fail"]
+    # A greeting that called no tool has nothing to be checked against: a dash, not a 0.00;
+    # nor does it make a statement to judge, or a tool call.
+    assert rows["Hi there!"] == ["-", "(no", "context)"] * 2 + ["-", "(no", "claims)"] * 2
     # The user's own "shoes I received 45 days ago" grounds that claim; "outside the return
     # window" (45 > 30) is an inference the local judge leaves unsure.
-    assert rows["Can I still return shoes I received 45 days ago?"] == [
+    assert rows["Can I still return shoes I received 45 days ago?"][:4] == [
         "0.67",
         "fail",
         "0.33",
@@ -97,7 +101,7 @@ def test_demo_runs_offline_and_prints_the_score_table(tmp_path: Path) -> None:
     ]
     traces = (tmp_path / "agentscore-traces.jsonl").read_text().splitlines()
     events = [json.loads(line) for line in traces if "gen_ai.evaluation.result" in line]
-    assert len(events) == 12
+    assert len(events) == 24
 
 
 def test_demo_reasons_show_every_claim_with_its_verdict_and_whole_words(tmp_path: Path) -> None:

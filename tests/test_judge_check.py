@@ -78,7 +78,8 @@ def test_eval_exits_2_when_every_judge_request_is_refused(
         openai_env.setenv("OPENAI_BASE_URL", server.base_url)
         code = main(["eval", str(write_runs(tmp_path)), "--judge", "judge-modle"])
     assert code == 2
-    assert len(server.requests) == 6  # every run, both scorers: each one asked and refused
+    # Every run asked and was refused: faithfulness and hallucination share one request.
+    assert len(server.requests) == 3
     err = capsys.readouterr().err
     assert "every judge request failed" in err
     assert says in err
@@ -90,10 +91,10 @@ def test_eval_exits_0_when_the_judge_answers(
     tmp_path: Path, openai_env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     def supported(request: Request) -> Answer:
-        prompt = request.body["messages"][-1]["content"]
-        claims = ["Order 1042 shipped with UPS."] if "CLAIMS" not in prompt else []
+        # The two scorers of a run share one request: the claims, then a section each.
+        verdict = {"items": [{"verdict": "yes", "reason": "stated"}]}
         return judge_reply(
-            {"claims": [{"claim": c, "verdict": "yes", "reason": "stated"} for c in claims]}
+            {"claims": ["Order 1042 shipped with UPS."], "s1": verdict, "s2": verdict}
         )
 
     with chat_server(supported) as server:

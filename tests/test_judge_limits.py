@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
+from agentscore.claims.protocol import Claims
 from agentscore.errors import ConfigurationError
 from agentscore.judges import OpenAIJudge, ResponseCache
 from agentscore.judges.openai import DEFAULT_MAX_REPLY_CHARS
 from agentscore.run import ScorerRun
 from agentscore.scorers import ScoreStatus, create_faithfulness_scorer, create_hallucination_scorer
-from agentscore.scorers.prompts import Claims
 from agentscore.testing import ScriptedEndpoint, chat_completion
 from tests.seeds import PYTHON, verify_reply
 

@@ -19,7 +19,12 @@ from agentscore.demo.support import (
 from agentscore.evals import Evals
 from agentscore.judges.resolve import resolve_judge
 from agentscore.result import ScoreResult
-from agentscore.scorers import create_faithfulness_scorer, create_hallucination_scorer
+from agentscore.scorers import (
+    create_answer_relevancy_scorer,
+    create_faithfulness_scorer,
+    create_hallucination_scorer,
+    create_tool_call_accuracy_scorer,
+)
 from agentscore.telemetry.core import CAPTURE_CONTENT_ENV
 from agentscore.telemetry.setup import setup_telemetry
 
@@ -42,6 +47,9 @@ def run_demo(model: str | None = None, judge: str | None = None, *, reasons: boo
     scorers = [
         create_faithfulness_scorer(judge_object),
         create_hallucination_scorer(judge_object, get_context=tool_results_context),
+        create_answer_relevancy_scorer(judge_object),
+        # Deterministic: the agent's own tool definitions, recorded in each run, are the schema.
+        create_tool_call_accuracy_scorer(),
     ]
     agent = Agent(
         name="support",
@@ -52,7 +60,7 @@ def run_demo(model: str | None = None, judge: str | None = None, *, reasons: boo
         evals=Evals(scorers=scorers, sampling=1.0),
         telemetry=telemetry.telemetry,
     )
-    print("agentscore demo: a support agent answers; two scorers judge it live, in the background")
+    print("agentscore demo: a support agent answers; four scorers judge it live, in the background")
     if live_model:
         print(f"  agent model : {live_model} (live endpoint)")
     else:
@@ -78,16 +86,13 @@ def run_demo(model: str | None = None, judge: str | None = None, *, reasons: boo
     rows = [
         [
             _clip(question, 48),
-            _cell(scores.get((run_id, "faithfulness"))),
-            _cell(scores.get((run_id, "hallucination"))),
+            *(_cell(scores.get((run_id, scorer.id))) for scorer in scorers),
         ]
         for run_id, question, _ in answers
     ]
-    print(
-        render_table(
-            ["question", "faithfulness (higher=better)", "hallucination (lower=better)"], rows
-        )
-    )
+    headers = ["faithfulness ↑", "hallucination ↓", "answer relevancy ↑", "tool calls ↑"]
+    print(render_table(["question", *headers], rows))
+    print("↑ higher is better, ↓ lower is better")
     if reasons:
         print("\nWhy each answer scored as it did:\n")
         print(

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
+
+from agentscore.claims.protocol import Payload
 
 __all__ = ["Judge", "JudgeReply", "JudgeRequest", "JudgeUsage", "Validator"]
 
@@ -41,15 +43,16 @@ class JudgeRequest(Generic[T]):
 
     LLM judges send `system` and `prompt` and parse the reply into `output_type`; `validate`
     adds checks a schema cannot express (e.g. one verdict per claim) and raises `ValueError`.
-    `task` and `payload` carry the same request as structured data, for judges that do not
-    read prompts (the local judge).
+    `payload` carries the same request as data (a model of `agentscore.claims.protocol`),
+    for judges that do not read prompts (the local judge); `task` names it (`Task`), or is
+    "custom:..." for a user's `JudgePrompt`, which has no payload.
     """
 
     task: str
     system: str
     prompt: str
     output_type: type[T]
-    payload: Mapping[str, Any] = field(default_factory=dict)
+    payload: Payload | None = None
     validate: Validator[T] | None = None
 
 

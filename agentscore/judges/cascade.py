@@ -22,10 +22,12 @@ from opentelemetry.metrics import Observation
 from pydantic import BaseModel
 
 from agentscore._options import check_number
+from agentscore.claims import prompts
+from agentscore.claims.protocol import AnalyzePayload, Task, Verdicts, VerifyPayload
 from agentscore.errors import ConfigurationError, JudgeError
 from agentscore.judges._agreement import Agreement, AgreementTracker
+from agentscore.judges._plain import JudgeLike, plain_judge
 from agentscore.judges.base import Judge, JudgeReply, JudgeRequest, JudgeUsage
-from agentscore.judges.resolve import JudgeLike, resolve_judge
 from agentscore.telemetry.core import GAUGES, current_telemetry
 
 __all__ = [
@@ -66,9 +68,9 @@ VERDICT = "agentscore.cascade.verdict"  # the local verdict kind an agreement sh
 JUDGE = "gen_ai.request.model"  # which cascade ("local+gpt-4o-mini")
 
 # Tasks whose replies are verdicts per claim, and the field that holds them.
-_VERDICT_FIELD = {"claims.verify": "claims", "claims.analyze": "verdicts"}
+_VERDICT_FIELD = {Task.VERIFY: "claims", Task.ANALYZE: "verdicts"}
 # Tasks the first judge answers for free when it can (claim splitting, the written reason).
-_FIRST_TASKS = frozenset({"claims.extract", "claims.reason"})
+_FIRST_TASKS = frozenset({Task.EXTRACT, Task.REASON})
 
 _log = structlog.get_logger("agentscore.cascade")
 
@@ -121,8 +123,8 @@ class CascadeJudge:
             )
         if escalate not in ("unsure", "run"):
             raise ConfigurationError(f"escalate must be 'unsure' or 'run', got {escalate!r}")
-        self.first: Judge = resolve_judge(first)
-        self.then: Judge = resolve_judge(then)
+        self.first: Judge = plain_judge(first)
+        self.then: Judge = plain_judge(then)
         self.confident_at = confident_at
         self.calibration = calibration
         self.on_llm_error = on_llm_error
@@ -152,17 +154,19 @@ class CascadeJudge:
         return f"CascadeJudge(first={self.first!r}, then={self.then!r})"
 
     async def complete(self, request: JudgeRequest[T]) -> JudgeReply[T]:
-        field = _VERDICT_FIELD.get(request.task)
-        if field is not None:
-            return await self._verdicts(request, field)
-        if request.task in _FIRST_TASKS:
+        payload = request.payload
+        if isinstance(payload, VerifyPayload | AnalyzePayload):
+            return await self._verdicts(request, payload, _VERDICT_FIELD[payload.task])
+        if payload is not None and payload.task in _FIRST_TASKS:
             try:
                 return await self.first.complete(request)
             except Exception as exc:
                 return await self._then(request, _cost(exc))
         return await self.then.complete(request)
 
-    async def _verdicts(self, request: JudgeRequest[T], field: str) -> JudgeReply[T]:
+    async def _verdicts(
+        self, request: JudgeRequest[T], payload: VerifyPayload | AnalyzePayload, field: str
+    ) -> JudgeReply[T]:
         try:
             first = await self.first.complete(request)
         except Exception as exc:
@@ -172,7 +176,7 @@ class CascadeJudge:
             for item in _items(first.value, field)
         ]
         sure = [self._confident(item) for item in items]
-        calibrating = self._calibrating(request.payload)
+        calibrating = self._calibrating(payload)
         # Paused, the local stage decides nothing alone, and its confident verdicts are all
         # compared: agreement is measured on every run until it recovers.
         checking = calibrating or not self.local_deciding
@@ -185,7 +189,7 @@ class CascadeJudge:
             chosen = list(range(len(items)))
         try:
             answer = await self.then.complete(
-                _escalation(request.payload, [items[i]["claim"] for i in chosen])
+                _escalation(payload, [items[i]["claim"] for i in chosen])
             )
         except JudgeError as exc:
             self._count_run("then_failed")
@@ -275,20 +279,19 @@ class CascadeJudge:
         confidence = item.get("confidence")
         return confidence is not None and confidence >= self.confident_at
 
-    def _calibrating(self, payload: Mapping[str, Any]) -> bool:
+    def _calibrating(self, payload: VerifyPayload | AnalyzePayload) -> bool:
         if self.calibration <= 0.0:
             return False
         # Chosen from the run id (from the content when a request has none), not at random:
         # the same run is always in or out, so a replayed or retried run is judged the same way.
-        run_id = payload.get("run_id")
-        text = (
-            str(run_id)
-            if run_id
-            else json.dumps(
-                [payload.get("output"), payload.get("claims"), payload.get("context")],
-                ensure_ascii=False,
-                default=str,
-            )
+        text = payload.run_id or json.dumps(
+            [
+                getattr(payload, "output", None),
+                getattr(payload, "claims", None),
+                list(payload.context),
+            ],
+            ensure_ascii=False,
+            default=str,
         )
         digest = hashlib.sha256(text.encode()).digest()
         return int.from_bytes(digest[:8], "big") / 2**64 < self.calibration
@@ -353,18 +356,16 @@ def _rebuild(request: JudgeRequest[T], field: str, items: list[dict[str, Any]]) 
     return value
 
 
-def _escalation(payload: Mapping[str, Any], claims: list[str]) -> JudgeRequest[Any]:
+def _escalation(
+    payload: VerifyPayload | AnalyzePayload, claims: list[str]
+) -> JudgeRequest[Verdicts]:
     """The one LLM request of a run: the chosen claims, judged against the whole context."""
-    from agentscore.scorers import prompts
-
-    mode = payload["mode"]
-    context = payload["context"]
     return JudgeRequest(
-        task="claims.analyze",
-        system=prompts.system_prompt(mode),
-        prompt=prompts.analyze_prompt(mode, claims, context),
-        output_type=prompts.Verdicts,
-        payload={"mode": mode, "claims": claims, "context": context},
+        task=Task.ANALYZE,
+        system=prompts.system_prompt(payload.mode),
+        prompt=prompts.analyze_prompt(payload.mode, claims, payload.context),
+        output_type=Verdicts,
+        payload=AnalyzePayload(mode=payload.mode, claims=tuple(claims), context=payload.context),
         validate=prompts.one_verdict_per_claim(len(claims)),
     )
 

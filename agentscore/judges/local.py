@@ -1,8 +1,9 @@
 """The offline local judge: deterministic, in-process, no network, no model download.
 
 It answers the claim scorers' requests (extract, verify, analyze, reason) from their
-structured payload with the rule-based grounding checks in `_grounding`; prompts written for
-LLMs (custom `JudgePrompt` steps) are refused with `UnsupportedTaskError`.
+structured payload with the rule-based grounding checks in `_grounding`, and answer and
+context relevancy with a lexical approximation (`_relevance`); other tasks, and prompts
+written for LLMs (custom `JudgePrompt` steps), are refused with `UnsupportedTaskError`.
 """
 
 from __future__ import annotations
@@ -13,6 +14,16 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from agentscore.claims.protocol import (
+    AnalyzePayload,
+    ClaimMode,
+    ContextRelevancePayload,
+    ExtractPayload,
+    ReasonPayload,
+    RelevancyPayload,
+    VerifyPayload,
+)
+from agentscore.claims.reason import compose_reason
 from agentscore.errors import UnsupportedTaskError
 from agentscore.judges.base import JudgeReply, JudgeRequest, JudgeUsage
 
@@ -45,7 +56,7 @@ class LocalJudge:
 
     async def complete(self, request: JudgeRequest[T]) -> JudgeReply[T]:
         started = time.perf_counter()
-        data = self._answer(request.task, request.payload)
+        data = self._answer(request)
         value = request.output_type.model_validate(data)
         if request.validate is not None:
             request.validate(value)
@@ -53,36 +64,43 @@ class LocalJudge:
         usage = JudgeUsage(duration_ms=(time.perf_counter() - started) * 1000)
         return JudgeReply(value, usage)
 
-    def _answer(self, task: str, payload: Any) -> dict[str, Any]:
+    def _answer(self, request: JudgeRequest[Any]) -> dict[str, Any]:
         # Imported on first use: its tables cost import time that LLM-judge users never need.
         from agentscore.judges._grounding import split_claims
+        from agentscore.judges._relevance import item_verdicts, statement_verdicts
 
-        if task == "claims.extract":
-            return {"claims": split_claims(payload["output"])}
-        if task == "claims.verify":
-            claims = split_claims(payload["output"])
-            return {"claims": _verdicts(claims, payload["context"], payload["mode"])}
-        if task == "claims.analyze":
-            return {"verdicts": _verdicts(payload["claims"], payload["context"], payload["mode"])}
-        if task == "claims.reason":
-            from agentscore.scorers._claims import compose_reason
-
+        payload = request.payload
+        if isinstance(payload, ExtractPayload):
+            return {"claims": split_claims(payload.output)}
+        if isinstance(payload, VerifyPayload):
+            claims = split_claims(payload.output)
+            return {"claims": _verdicts(claims, payload.context, payload.mode)}
+        if isinstance(payload, AnalyzePayload):
+            return {"verdicts": _verdicts(payload.claims, payload.context, payload.mode)}
+        if isinstance(payload, ReasonPayload):
             reason = compose_reason(
-                payload["mode"],
-                payload["score"],
-                payload["verdicts"],
-                unsure_counts_as_supported=payload.get("unsure_counts_as_supported", False),
+                payload.mode,
+                payload.score,
+                payload.verdicts,
+                unsure_counts_as_supported=payload.unsure_counts_as_supported,
             )
             return {"reason": reason}
+        if isinstance(payload, RelevancyPayload):
+            texts = split_claims(payload.output)
+            return {"statements": statement_verdicts(texts, payload.question)}
+        if isinstance(payload, ContextRelevancePayload):
+            return {"items": item_verdicts(payload.context, payload.question)}
         error = UnsupportedTaskError(
-            f"the local judge cannot answer {task!r}; give this scorer an LLM judge "
+            f"the local judge cannot answer {request.task!r}; give this scorer an LLM judge "
             "(a model name or OpenAIJudge)"
         )
         error.usage = JudgeUsage()  # refused before any work: nothing to count
         raise error
 
 
-def _verdicts(claims: Sequence[str], context: Sequence[str], mode: Any) -> list[dict[str, Any]]:
+def _verdicts(
+    claims: Sequence[str], context: Sequence[str], mode: ClaimMode
+) -> list[dict[str, Any]]:
     from agentscore.judges._grounding import check_claims
 
     return [

@@ -119,6 +119,11 @@ class OpenAIJudge:
         return "openai"
 
     @property
+    def base_url(self) -> str | None:
+        """The endpoint given, or None for the SDK's own configuration (OPENAI_BASE_URL)."""
+        return self._base_url
+
+    @property
     def endpoint(self) -> str:
         """Where requests go, without credentials: the client's base URL (the SDK reads
         OPENAI_BASE_URL when `base_url` is not given)."""

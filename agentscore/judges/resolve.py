@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from agentscore.errors import ConfigurationError
+from agentscore.judges._plain import JudgeLike, plain_judge
 from agentscore.judges.base import Judge
+from agentscore.judges.cascade import CascadeJudge
 
 __all__ = ["JudgeLike", "resolve_judge"]
 
-JudgeLike = str | Judge | None
 _CASCADE = "local+"
 
 
@@ -16,22 +16,6 @@ def resolve_judge(model: JudgeLike) -> Judge:
     judge and MODEL (the spelling of its `model_name`, so a command line or config file can
     name it). A string: that model on an OpenAI-compatible endpoint configured by the SDK's
     environment (OPENAI_API_KEY, OPENAI_BASE_URL)."""
-    if model is None or model == "local":
-        from agentscore.judges.local import LocalJudge
-
-        return LocalJudge()
     if isinstance(model, str) and model.startswith(_CASCADE):
-        from agentscore.judges.cascade import CascadeJudge
-
         return CascadeJudge(then=model.removeprefix(_CASCADE))
-    if isinstance(model, str):
-        if not model.strip():
-            raise ConfigurationError("model name must not be empty")
-        from agentscore.judges.openai import OpenAIJudge
-
-        return OpenAIJudge(model)
-    if isinstance(model, Judge):
-        return model
-    raise ConfigurationError(
-        f"model must be a model name, 'local', or a Judge, got {type(model).__name__}"
-    )
+    return plain_judge(model)

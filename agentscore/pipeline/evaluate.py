@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from agentscore.judges.base import Judge
 from agentscore.result import ScoreResult
 from agentscore.run import ScorerRun
 from agentscore.scorers.base import Scorer
@@ -18,17 +19,19 @@ async def evaluate(
     *,
     timeout: float | None,
     may_retry: bool = False,
+    judge: Judge | None = None,
 ) -> ScoreResult:
     """Run `scorer` on `run` and emit the result (span, log record, metrics).
 
     With `may_retry`, a result that failed for a passing reason is only an attempt: its span
     says delayed, and no log record or metric counts it, because the caller will try again.
-    Without `telemetry` (a bare runner job) nothing is emitted.
+    Without `telemetry` (a bare runner job) nothing is emitted. `judge` replaces the
+    scorer's own for this run (`Together` passes one that shares the generation's request).
     """
     if telemetry is None:
-        return await scorer.run(run, timeout=timeout)
+        return await scorer.run(run, timeout=timeout, judge=judge)
     with scoring_scope(), evaluation_span(telemetry, scorer.id, run) as span:
-        result = await scorer.run(run, timeout=timeout)
+        result = await scorer.run(run, timeout=timeout, judge=judge)
         final = not (may_retry and result.retryable)
         record_attempt(span, telemetry, result, final=final)
     if final:

@@ -23,6 +23,7 @@ import anyio.to_thread
 import structlog
 
 from agentscore._options import check_number
+from agentscore.judges.base import Judge
 from agentscore.pipeline.deliver import ScoreSink, deliver
 from agentscore.pipeline.evaluate import evaluate
 from agentscore.pipeline.retry import RetryPolicy
@@ -32,6 +33,7 @@ from agentscore.runtime.hooks import after_fork_in_child, at_exit, exit_deadline
 from agentscore.runtime.loop import BackgroundLoop, background_loop
 from agentscore.runtime.workqueue import WorkQueue
 from agentscore.scorers.base import Scorer
+from agentscore.scorers.together import Together
 from agentscore.telemetry.core import Telemetry
 from agentscore.telemetry.evaluations import record_dropped
 
@@ -64,6 +66,8 @@ class ScoreJob:
     # Reads the run's messages on the background loop instead of the caller's path; until
     # then `run` holds only its ids (what drop accounting needs).
     read: Callable[[], ScorerRun] | None = None
+    # Shared by the jobs of one generation: their LLM scorers share one judge request.
+    together: Together | None = None
 
 
 DropHandler = Callable[[ScoreJob, str], object]
@@ -289,9 +293,7 @@ class Runner:
             try:
                 if job.read is not None:
                     run = job.read()
-                result = await evaluate(
-                    job.telemetry, job.scorer, run, timeout=self.run_timeout, may_retry=may_retry
-                )
+                result = await self._evaluate(job, run, may_retry)
             except Exception as exc:  # telemetry export trouble: the run still ends, as failed
                 return job.scorer.failed_result(run, exc)
             if not (may_retry and result.retryable):
@@ -310,6 +312,22 @@ class Runner:
             return
         with anyio.move_on_after(delay):
             await closing.wait()
+
+    async def _evaluate(self, job: ScoreJob, run: ScorerRun, may_retry: bool) -> ScoreResult:
+        async def attempt(judge: Judge | None) -> ScoreResult:
+            return await evaluate(
+                job.telemetry,
+                job.scorer,
+                run,
+                timeout=self.run_timeout,
+                may_retry=may_retry,
+                judge=judge,
+            )
+
+        # A retry finds the generation's shared request gone: it asks alone.
+        if job.together is None:
+            return await attempt(None)
+        return await job.together.score(job.scorer, attempt)
 
     def _dropped_job(self, job: ScoreJob, reason: str) -> None:
         if job.telemetry is not None:

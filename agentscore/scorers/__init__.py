@@ -1,11 +1,21 @@
-"""Scorers: the built-in faithfulness and hallucination scorers and the custom-scorer pipeline."""
+"""Scorers: the built-in scorers, the custom-scorer pipeline, and scoring several together."""
 
+from agentscore.claims.protocol import Verdict
 from agentscore.context import ContextParams, ToolResult, extract_tool_results
 from agentscore.result import ScoreError, ScoreResult, ScoreStatus
+from agentscore.scorers.answer_relevancy import create_answer_relevancy_scorer
 from agentscore.scorers.base import JudgePrompt, Score, Scorer, StepParams, create_scorer
+from agentscore.scorers.checks import (
+    create_contains_scorer,
+    create_json_schema_scorer,
+    create_regex_scorer,
+)
+from agentscore.scorers.completeness import create_completeness_scorer
+from agentscore.scorers.context_relevance import create_context_relevance_scorer
 from agentscore.scorers.faithfulness import create_faithfulness_scorer
 from agentscore.scorers.hallucination import create_hallucination_scorer
-from agentscore.scorers.prompts import Verdict
+from agentscore.scorers.rubric import create_rubric_scorer
+from agentscore.scorers.tool_calls import create_tool_call_accuracy_scorer
 
 __all__ = [
     "ContextParams",
@@ -18,8 +28,16 @@ __all__ = [
     "StepParams",
     "ToolResult",
     "Verdict",
+    "create_answer_relevancy_scorer",
+    "create_completeness_scorer",
+    "create_contains_scorer",
+    "create_context_relevance_scorer",
     "create_faithfulness_scorer",
     "create_hallucination_scorer",
+    "create_json_schema_scorer",
+    "create_regex_scorer",
+    "create_rubric_scorer",
     "create_scorer",
+    "create_tool_call_accuracy_scorer",
     "extract_tool_results",
 ]

@@ -14,28 +14,40 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentscore._options import check_flag, check_number
-from agentscore.context import (
-    ContextParams,
-    GetContext,
-    found_context,
+from agentscore.claims import prompts
+from agentscore.claims.protocol import (
+    AnalyzePayload,
+    ClaimMode,
+    Claims,
+    ClaimVerdicts,
+    ExtractPayload,
+    Reason,
+    ReasonPayload,
+    Task,
+    Verdict,
+    VerdictItem,
+    Verdicts,
+    VerifyPayload,
 )
+from agentscore.claims.reason import compose_reason
+from agentscore.context import ContextParams, GetContext, found_context
 from agentscore.errors import ConfigurationError, InputTooLargeError
 from agentscore.judges.base import JudgeRequest
 from agentscore.judges.resolve import JudgeLike
 from agentscore.runtime.callbacks import call_user, on_loop
-from agentscore.scorers import prompts
 from agentscore.scorers.base import Score, Scorer, StepParams
-from agentscore.scorers.prompts import ClaimMode, Verdict, VerdictItem
 
-__all__ = ["ClaimScorerOptions", "build_claim_scorer", "compose_reason", "scaled_threshold"]
+__all__ = [
+    "ClaimScorerOptions",
+    "build_claim_scorer",
+    "check_context_options",
+    "checked_output",
+    "resolve_context",
+    "scaled_threshold",
+]
 
 MAX_OUTPUT_CHARS = 50_000
 MAX_CONTEXT_CHARS = 400_000
-# Enough to be read alone: a claim is a sentence, and a reason names the evidence it rests
-# on (a field and its value, or a sentence of up to 160 characters) after saying why.
-_CLAIM_CHARS = 200
-_REASON_CHARS = 320
-_QUOTES_PER_GROUP = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,12 +73,7 @@ def build_claim_scorer(
     verbose: bool,
     timeout: float | None,
 ) -> Scorer:
-    if options.context is not None and (
-        isinstance(options.context, str) or not all(isinstance(c, str) for c in options.context)
-    ):
-        raise ConfigurationError("context must be a list of strings")
-    if options.get_context is not None and not callable(options.get_context):
-        raise ConfigurationError("get_context must be callable")
+    check_context_options(options.context, options.get_context)
     if timeout is not None:
         check_number("timeout", timeout, low=0, open_low=True)
     check_flag("user_facts", options.user_facts)
@@ -88,6 +95,15 @@ def build_claim_scorer(
         verbose=verbose,
         timeout=timeout,
     )
+
+
+def check_context_options(context: Sequence[str] | None, get_context: GetContext | None) -> None:
+    if context is not None and (
+        isinstance(context, str) or not all(isinstance(c, str) for c in context)
+    ):
+        raise ConfigurationError("context must be a list of strings")
+    if get_context is not None and not callable(get_context):
+        raise ConfigurationError("get_context must be callable")
 
 
 def scaled_threshold(threshold: float | None, scale: float) -> float | None:
@@ -129,7 +145,10 @@ class _CommonSteps:
         return claims if self.mode == "faithfulness" else {"claims": claims}
 
     async def resolve_context(self, params: StepParams, step: str) -> list[str]:
-        context = await _resolve_context(self.options, params, step)
+        options = self.options
+        context = await resolve_context(
+            params, options.context, options.get_context, step, user_facts=options.user_facts
+        )
         params.state["context"] = context
         params.state["no_context"] = not context
         return context
@@ -137,7 +156,7 @@ class _CommonSteps:
 
 class _OneCallSteps(_CommonSteps):
     async def preprocess(self, params: StepParams) -> Any:
-        output = _checked_output(params)
+        output = checked_output(params)
         if not output:
             params.state["verdicts"] = []
             return self.claims_shape([])
@@ -146,11 +165,11 @@ class _OneCallSteps(_CommonSteps):
             return None  # nothing to judge against: no judge call
         reply = await params.ask(
             JudgeRequest(
-                task="claims.verify",
+                task=Task.VERIFY,
                 system=prompts.system_prompt(self.mode),
                 prompt=prompts.verify_prompt(self.mode, output, context),
-                output_type=prompts.ClaimVerdicts,
-                payload={"mode": self.mode, "output": output, "context": context},
+                output_type=ClaimVerdicts,
+                payload=VerifyPayload(mode=self.mode, output=output, context=tuple(context)),
                 validate=_check_claim_texts,
             )
         )
@@ -185,16 +204,16 @@ class _OneCallSteps(_CommonSteps):
 
 class _StepwiseSteps(_CommonSteps):
     async def preprocess(self, params: StepParams) -> Any:
-        output = _checked_output(params)
+        output = checked_output(params)
         claims: list[str] = []
         if output:
             reply = await params.ask(
                 JudgeRequest(
-                    task="claims.extract",
+                    task=Task.EXTRACT,
                     system=prompts.system_prompt(self.mode),
                     prompt=prompts.extract_prompt(output),
-                    output_type=prompts.Claims,
-                    payload={"output": output},
+                    output_type=Claims,
+                    payload=ExtractPayload(output=output),
                 )
             )
             claims = [claim.strip() for claim in reply.claims if claim.strip()]
@@ -210,11 +229,13 @@ class _StepwiseSteps(_CommonSteps):
                 return None  # nothing to judge against: no verdict call
             reply = await params.ask(
                 JudgeRequest(
-                    task="claims.analyze",
+                    task=Task.ANALYZE,
                     system=prompts.system_prompt(self.mode),
                     prompt=prompts.analyze_prompt(self.mode, claims, context),
-                    output_type=prompts.Verdicts,
-                    payload={"mode": self.mode, "claims": claims, "context": context},
+                    output_type=Verdicts,
+                    payload=AnalyzePayload(
+                        mode=self.mode, claims=tuple(claims), context=tuple(context)
+                    ),
                     validate=prompts.one_verdict_per_claim(len(claims)),
                 )
             )
@@ -244,7 +265,7 @@ class _StepwiseSteps(_CommonSteps):
         await self.resolve_context(params, "generate_reason")
         reply = await params.ask(
             JudgeRequest(
-                task="claims.reason",
+                task=Task.REASON,
                 system=prompts.system_prompt(self.mode),
                 prompt=prompts.reason_prompt(
                     self.mode,
@@ -255,19 +276,20 @@ class _StepwiseSteps(_CommonSteps):
                         for item in verdicts
                     ],
                 ),
-                output_type=prompts.Reason,
-                payload={
-                    "mode": self.mode,
-                    "score": params.score,
-                    "verdicts": verdicts,
-                    "unsure_counts_as_supported": self.options.unsure_counts_as_supported,
-                },
+                output_type=Reason,
+                payload=ReasonPayload(
+                    mode=self.mode,
+                    score=params.score,
+                    verdicts=tuple(verdicts),
+                    unsure_counts_as_supported=self.options.unsure_counts_as_supported,
+                ),
             )
         )
         return reply.reason
 
 
-def _checked_output(params: StepParams) -> str:
+def checked_output(params: StepParams) -> str:
+    """The run's answer, refused when it is too long to judge."""
     output = params.run.output_text.strip()
     if len(output) > MAX_OUTPUT_CHARS:
         raise InputTooLargeError(
@@ -277,16 +299,23 @@ def _checked_output(params: StepParams) -> str:
     return output
 
 
-def _check_claim_texts(value: prompts.ClaimVerdicts) -> None:
+def _check_claim_texts(value: ClaimVerdicts) -> None:
     if any(not item.claim.strip() for item in value.claims):
         raise ValueError("every claim must be a non-empty string")
 
 
-async def _resolve_context(options: ClaimScorerOptions, params: StepParams, step: str) -> list[str]:
+async def resolve_context(
+    params: StepParams,
+    context: Sequence[str] | None,
+    get_context: GetContext | None,
+    step: str,
+    *,
+    user_facts: bool,
+) -> list[str]:
     """`get_context` wins over static `context`; with neither, the run's tool results and
     retrieved documents. Empty when none of them gives any."""
     raw: object
-    if options.get_context is not None:
+    if get_context is not None:
         request = ContextParams(
             run=params.run,
             step="generate_reason" if step == "generate_reason" else "analyze",
@@ -294,19 +323,19 @@ async def _resolve_context(options: ClaimScorerOptions, params: StepParams, step
             score=params.score,
         )
         # Off the loop: a slow sync get_context must not hold every other score.
-        raw = await call_user(options.get_context, request)
-    elif options.context is not None:
-        raw = options.context
+        raw = await call_user(get_context, request)
+    elif context is not None:
+        raw = context
     else:
         raw = found_context(params.run)
-    context = _as_chunks(raw)
-    if not context:
+    chunks = _as_chunks(raw)
+    if not chunks:
         # No source gave any: the run ends as no_context. The user's own words alone are
         # not a source; against them every other claim would read as invented.
         return []
-    if options.user_facts:
-        context.extend(chunk for chunk in _user_facts(params) if chunk not in context)
-    size = sum(len(chunk) for chunk in context)
+    if user_facts:
+        chunks.extend(chunk for chunk in _user_facts(params) if chunk not in chunks)
+    size = sum(len(chunk) for chunk in chunks)
     # A judge that reads the context itself instead of sending it in a prompt (the local
     # judge) says how much it reads.
     limit = getattr(params.judge, "max_context_chars", MAX_CONTEXT_CHARS)
@@ -314,7 +343,7 @@ async def _resolve_context(options: ClaimScorerOptions, params: StepParams, step
         raise InputTooLargeError(
             f"context has {size} characters, more than the {limit} this scorer judges"
         )
-    return context
+    return chunks
 
 
 _USER_SAID = "The user said: "
@@ -413,77 +442,3 @@ def _as_chunks(raw: object) -> list[str]:
 def _verdicts_shape(verdicts: Sequence[VerdictItem]) -> dict[str, Any]:
     # exclude_none: a judge that reports no confidence leaves the seeds' shape unchanged.
     return {"verdicts": [item.model_dump(mode="json", exclude_none=True) for item in verdicts]}
-
-
-def compose_reason(
-    mode: ClaimMode,
-    score: float,
-    verdicts: Sequence[VerdictItem],
-    *,
-    unsure_counts_as_supported: bool = False,
-) -> str:
-    """The overall reason, written from the verdicts without another judge call; it counts
-    claims the way the score did."""
-    total = len(verdicts)
-    if total == 0:
-        return "Not scored: the output makes no claims to check."
-    contradicted = [item for item in verdicts if item.verdict is Verdict.NO]
-    unverifiable = [item for item in verdicts if item.verdict is Verdict.UNSURE]
-    supported = total - len(contradicted) - len(unverifiable)
-    if unsure_counts_as_supported:
-        supported += len(unverifiable)
-    lenient_note = (
-        f" ({len(unverifiable)} unverifiable, counted as supported)"
-        if unsure_counts_as_supported and unverifiable
-        else ""
-    )
-    counted = supported if mode == "faithfulness" else total - supported
-    verb = "is" if counted == 1 else "are"
-    if supported == total and not lenient_note:
-        if total == 1:
-            tail = (
-                "is supported by the context."
-                if mode == "faithfulness"
-                else "neither contradicts nor goes beyond the context."
-            )
-            return f"The score is {score:g} because the output's one claim {tail}"
-        tail = (
-            f"all {total} claims in the output are supported by the context."
-            if mode == "faithfulness"
-            else f"none of the {total} claims contradicts or goes beyond the context."
-        )
-        return f"The score is {score:g} because {tail}"
-    quality = "supported" if mode == "faithfulness" else "hallucinated"
-    head = (
-        f"The score is {score:g} because {counted} of {total} claims {verb} {quality}"
-        f"{lenient_note}."
-    )
-    parts = [head]
-    if contradicted:
-        parts.append("Contradicted by the context: " + _quote(contradicted) + ".")
-    if unverifiable:
-        label = "Unverifiable" if unsure_counts_as_supported else "Not supported by the context"
-        parts.append(f"{label}: " + _quote(unverifiable) + ".")
-    return " ".join(parts)
-
-
-def _quote(items: Sequence[VerdictItem]) -> str:
-    quoted = [_quote_one(item) for item in items[:_QUOTES_PER_GROUP]]
-    if len(items) > _QUOTES_PER_GROUP:
-        quoted.append(f"and {len(items) - _QUOTES_PER_GROUP} more")
-    return "; ".join(quoted)
-
-
-def _quote_one(item: VerdictItem) -> str:
-    claim = _clip(item.claim.strip(), _CLAIM_CHARS)
-    # Its own full stop would stand before the group's: `(... UPS").).`
-    reason = _clip(item.reason.strip().removesuffix("."), _REASON_CHARS)
-    return f'"{claim}" ({reason})' if reason else f'"{claim}"'
-
-
-def _clip(text: str, limit: int) -> str:
-    """`text` cut at the last word boundary within `limit`, never inside a word."""
-    if len(text) <= limit:
-        return text
-    cut = text[:limit].rsplit(" ", 1)[0] if " " in text[:limit] else text[:limit]
-    return cut.rstrip(" ,;:") + "…"

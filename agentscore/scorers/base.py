@@ -110,7 +110,9 @@ class StepParams:
     async def ask(self, request: JudgeRequest[T]) -> T:
         self.prompts[self.step] = request.prompt
         # The run id lets a judge choose runs reproducibly (a cascade's calibration share).
-        request = replace(request, payload={**request.payload, "run_id": self.run.run_id})
+        if request.payload is not None:
+            stamped = request.payload.model_copy(update={"run_id": self.run.run_id})
+            request = replace(request, payload=stamped)
         try:
             reply = await self.judge.complete(request)
         except JudgeError as exc:
@@ -187,24 +189,30 @@ class Scorer:
         return f"<Scorer {self.id!r} judge={self.judge.model_name!r}>"
 
     async def run(
-        self, run: ScorerRun | Mapping[str, Any], *, timeout: float | None = None
+        self,
+        run: ScorerRun | Mapping[str, Any],
+        *,
+        timeout: float | None = None,
+        judge: Judge | None = None,
     ) -> ScoreResult:
         """Score one run. Never raises (except cancellation): failures are failed results.
 
-        `timeout` (seconds) tightens the scorer's own budget for this run.
+        `timeout` (seconds) tightens the scorer's own budget for this run. `judge` answers
+        this run's judge requests in place of the scorer's own (`Together` passes one that
+        shares them with the generation's other scorers).
         """
         with scoring_scope():
-            return await self._run(run, timeout)
+            return await self._run(run, timeout, judge or self.judge)
 
-    async def _run(self, run: ScorerRun | Mapping[str, Any], timeout: float | None) -> ScoreResult:
+    async def _run(
+        self, run: ScorerRun | Mapping[str, Any], timeout: float | None, judge: Judge
+    ) -> ScoreResult:
         budget = min((t for t in (self.timeout, timeout) if t is not None), default=None)
         try:
             snapshot = run if isinstance(run, ScorerRun) else ScorerRun.model_validate(run)
         except Exception as exc:
-            return self.failed_result(
-                ScorerRun(), exc, StepParams(run=ScorerRun(), judge=self.judge)
-            )
-        params = StepParams(run=snapshot, judge=self.judge)
+            return self.failed_result(ScorerRun(), exc, StepParams(run=ScorerRun(), judge=judge))
+        params = StepParams(run=snapshot, judge=judge)
         if snapshot.read_error is not None:
             return self.failed_result(snapshot, UnreadableMessageError(snapshot.read_error), params)
         try:

@@ -28,11 +28,14 @@ import anyio.abc
 import structlog
 
 from agentscore.evals import Evals
+from agentscore.judges.base import Judge
 from agentscore.judges.requests import gated_requests
 from agentscore.pipeline.deliver import deliver
 from agentscore.pipeline.evaluate import evaluate, replay
 from agentscore.pipeline.retry import RetryPolicy
 from agentscore.result import ScoreResult, ScoreStatus
+from agentscore.scorers.base import Scorer
+from agentscore.scorers.together import Together
 from agentscore.serve.budget import JudgeBudget
 from agentscore.serve.export import Exporters, keyed_ids
 from agentscore.serve.health import ServiceHealth
@@ -182,8 +185,10 @@ class ScoringWorker:
             return 0
         jobs = await anyio.to_thread.run_sync(self._queue.due_jobs, room, self._busy())
         started = 0
+        fresh = self._drop_stale(jobs)
+        shared = self._together([job for job in fresh if job.result is None])
         # Stale jobs go even while over budget: that is when they pile up.
-        for job in self._drop_stale(jobs):
+        for job in fresh:
             if job.result is not None:
                 # Scored before a restart: send the stored result again, never re-judge.
                 with keyed_ids(job.key, job.attempts):
@@ -195,13 +200,21 @@ class ScoringWorker:
                 break
             self._budget.charge(1, 0)  # its first request, held now so intake stops here
             self._in_flight.add(job.key)
-            scoring.start_soon(self._score, job)
+            scoring.start_soon(self._score, job, shared.get(job.run.run_id))
             started += 1
         return started
 
-    async def _score(self, job: Job) -> None:
+    def _together(self, jobs: Sequence[Job]) -> dict[str, Together]:
+        """One `Together` per generation among `jobs`: its LLM scorers share a judge request."""
+        by_run: dict[str, list[Scorer]] = {}
+        for job in jobs:
+            by_run.setdefault(job.run.run_id, []).append(self._scorers[job.scorer_id])
+        groups = {run_id: Together(scorers) for run_id, scorers in by_run.items()}
+        return {run_id: together for run_id, together in groups.items() if together.sharing}
+
+    async def _score(self, job: Job, together: Together | None = None) -> None:
         try:
-            await self._score_and_keep(job)
+            await self._score_and_keep(job, together)
         finally:
             # Only now: until its row is marked for retry or its result is kept for export,
             # the job must not look due to the loop.
@@ -209,15 +222,26 @@ class ScoringWorker:
             if self._wake is not None:
                 self._wake.set()
 
-    async def _score_and_keep(self, job: Job) -> None:
+    async def _score_and_keep(self, job: Job, together: Together | None) -> None:
         scorer = self._scorers[job.scorer_id]
         delay = self._retry.delay(job.attempts + 1)
         may_retry = self._max_age is None or time.time() - job.created + delay < self._max_age
         gate = _JobRequests(self._budget)
         try:
             with keyed_ids(job.key, job.attempts), gated_requests(gate):
-                result = await evaluate(
-                    self._telemetry, scorer, job.run, timeout=self._run_timeout, may_retry=may_retry
+
+                async def attempt(judge: Judge | None) -> ScoreResult:
+                    return await evaluate(
+                        self._telemetry,
+                        scorer,
+                        job.run,
+                        timeout=self._run_timeout,
+                        may_retry=may_retry,
+                        judge=judge,
+                    )
+
+                result = await (
+                    attempt(None) if together is None else together.score(scorer, attempt)
                 )
         except Exception as exc:  # scorers return failures as values; this is our own fault
             _log.error("serve_job_failed", scorer=job.scorer_id, error_type=type(exc).__name__)

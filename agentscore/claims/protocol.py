@@ -1,0 +1,249 @@
+"""The judge protocol: what scorers ask judges, as typed models both sides import.
+
+Each task has a name (`Task`), a payload model (the request as data, for judges that do not
+read prompts, like the local judge) and a reply model (what an LLM judge's JSON must match).
+Scorers build requests from these; judges answer them; nothing is agreed by string literals.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import SkipJsonSchema
+
+__all__ = [
+    "AnalyzePayload",
+    "ClaimMode",
+    "ClaimVerdict",
+    "ClaimVerdicts",
+    "Claims",
+    "CompletenessPayload",
+    "ContextRelevancePayload",
+    "CriterionScore",
+    "CriterionScores",
+    "ExtractPayload",
+    "ItemVerdict",
+    "ItemVerdicts",
+    "Payload",
+    "Reason",
+    "ReasonPayload",
+    "RelevancyPayload",
+    "Requirement",
+    "Requirements",
+    "RubricPayload",
+    "StatementVerdict",
+    "StatementVerdicts",
+    "Task",
+    "ToolChoicePayload",
+    "Verdict",
+    "VerdictItem",
+    "Verdicts",
+    "VerifyPayload",
+]
+
+ClaimMode = Literal["faithfulness", "hallucination"]
+
+
+class Task(StrEnum):
+    """Every judgement a built-in scorer asks for."""
+
+    EXTRACT = "claims.extract"
+    VERIFY = "claims.verify"
+    ANALYZE = "claims.analyze"
+    REASON = "claims.reason"
+    RELEVANCY = "answer.relevancy"
+    COMPLETENESS = "answer.completeness"
+    RUBRIC = "answer.rubric"
+    CONTEXT_RELEVANCE = "context.relevance"
+    TOOL_CHOICE = "tools.choice"
+    # Several scorers' tasks on one generation in one request (agentscore.scorers.together).
+    COMBINED = "combined"
+
+
+class Verdict(StrEnum):
+    YES = "yes"
+    NO = "no"
+    UNSURE = "unsure"
+
+
+# Set by code, never asked of an LLM judge: left out of the reply schema it is sent.
+Confidence = SkipJsonSchema[float | None]
+DecidedBy = SkipJsonSchema[str | None]
+
+
+# --- replies -------------------------------------------------------------------------------
+
+
+class ClaimVerdict(BaseModel):
+    claim: str = Field(description="One atomic claim, in the answer's own words.")
+    verdict: Verdict
+    reason: str = Field(description="One short sentence, quoting the context when it can.")
+    # How sure the deciding judge is (the local judge sets it; None: not known).
+    confidence: Confidence = Field(default=None, ge=0.0, le=1.0)
+    # The model name of the judge whose verdict this is (a cascade mixes two).
+    decided_by: DecidedBy = None
+
+
+class ClaimVerdicts(BaseModel):
+    """Reply to `claims.verify`: the answer's claims, each with its verdict."""
+
+    claims: list[ClaimVerdict]
+
+
+class Claims(BaseModel):
+    """Reply to `claims.extract`."""
+
+    claims: list[str]
+
+
+class VerdictItem(BaseModel):
+    claim: str
+    verdict: Verdict
+    reason: str
+    confidence: Confidence = Field(default=None, ge=0.0, le=1.0)
+    decided_by: DecidedBy = None
+
+
+class Verdicts(BaseModel):
+    """Reply to `claims.analyze`: one verdict per given claim, in order."""
+
+    verdicts: list[VerdictItem]
+
+
+class Reason(BaseModel):
+    """Reply to `claims.reason`."""
+
+    reason: str
+
+
+class StatementVerdict(BaseModel):
+    statement: str = Field(description="One statement of the answer, in its own words.")
+    verdict: Verdict = Field(description="yes: addresses the question; no: off-topic.")
+    reason: str
+
+
+class StatementVerdicts(BaseModel):
+    """Reply to `answer.relevancy`: the answer's statements, each judged against the question."""
+
+    statements: list[StatementVerdict]
+
+
+class ItemVerdict(BaseModel):
+    verdict: Verdict
+    reason: str
+
+
+class ItemVerdicts(BaseModel):
+    """Reply to `context.relevance` (one per context item) and `tools.choice` (one per call),
+    in the order given."""
+
+    items: list[ItemVerdict]
+
+
+class Requirement(BaseModel):
+    requirement: str = Field(description="One thing the question asks for.")
+    verdict: Verdict = Field(description="yes: covered; unsure: partly; no: missing.")
+    reason: str
+
+
+class Requirements(BaseModel):
+    """Reply to `answer.completeness`: what the question asks for, each marked covered or not."""
+
+    requirements: list[Requirement]
+
+
+class CriterionScore(BaseModel):
+    score: int = Field(description="An integer from 0 to the scale's top.")
+    reason: str
+
+
+class CriterionScores(BaseModel):
+    """Reply to `answer.rubric`: one score per criterion, in the order given."""
+
+    criteria: list[CriterionScore]
+
+
+# --- payloads ------------------------------------------------------------------------------
+
+
+class _Payload(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    task: ClassVar[Task]
+    # Set by the scorer pipeline: lets a judge choose runs reproducibly (a cascade's
+    # calibration share).
+    run_id: str | None = None
+
+
+class ExtractPayload(_Payload):
+    task: ClassVar[Task] = Task.EXTRACT
+    output: str
+
+
+class VerifyPayload(_Payload):
+    task: ClassVar[Task] = Task.VERIFY
+    mode: ClaimMode
+    output: str
+    context: tuple[str, ...]
+
+
+class AnalyzePayload(_Payload):
+    task: ClassVar[Task] = Task.ANALYZE
+    mode: ClaimMode
+    claims: tuple[str, ...]
+    context: tuple[str, ...]
+
+
+class ReasonPayload(_Payload):
+    task: ClassVar[Task] = Task.REASON
+    mode: ClaimMode
+    score: float
+    verdicts: tuple[VerdictItem, ...]
+    unsure_counts_as_supported: bool = False
+
+
+class RelevancyPayload(_Payload):
+    task: ClassVar[Task] = Task.RELEVANCY
+    question: str
+    output: str
+
+
+class CompletenessPayload(_Payload):
+    task: ClassVar[Task] = Task.COMPLETENESS
+    question: str
+    output: str
+
+
+class RubricPayload(_Payload):
+    task: ClassVar[Task] = Task.RUBRIC
+    question: str
+    output: str
+    criteria: tuple[str, ...]
+    points: int
+
+
+class ContextRelevancePayload(_Payload):
+    task: ClassVar[Task] = Task.CONTEXT_RELEVANCE
+    question: str
+    context: tuple[str, ...]
+
+
+class ToolChoicePayload(_Payload):
+    task: ClassVar[Task] = Task.TOOL_CHOICE
+    question: str
+    calls: tuple[str, ...]
+    tools: tuple[str, ...]
+
+
+Payload = (
+    ExtractPayload
+    | VerifyPayload
+    | AnalyzePayload
+    | ReasonPayload
+    | RelevancyPayload
+    | CompletenessPayload
+    | RubricPayload
+    | ContextRelevancePayload
+    | ToolChoicePayload
+)

@@ -1,0 +1,78 @@
+"""What the scorers built on one judged list share: items with verdicts, a weighted score,
+a reason written from the verdicts, and the check that an LLM judge is there when needed."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from agentscore.claims.protocol import Verdict
+from agentscore.claims.reason import quote
+from agentscore.errors import ConfigurationError, MissingInputError
+from agentscore.judges.base import Judge
+from agentscore.judges.local import LocalJudge
+from agentscore.scorers.base import Score, StepParams
+
+__all__ = ["Judged", "question_of", "reason_from", "require_llm", "weighted_score"]
+
+
+@dataclass(frozen=True, slots=True)
+class Judged:
+    """One judged item: a statement, a requirement, a context item or a tool call."""
+
+    text: str
+    verdict: Verdict
+    reason: str
+
+    def shape(self) -> dict[str, str]:
+        return {"text": self.text, "verdict": self.verdict.value, "reason": self.reason}
+
+
+def weighted_score(
+    items: Sequence[Judged], weights: Mapping[Verdict, float], scale: float
+) -> Score:
+    """Sum of the items' verdict weights over their number, x `scale`; none: "no_claims"."""
+    if not items:
+        return Score(0.0, status="no_claims")
+    total = sum(weights.get(item.verdict, 0.0) for item in items)
+    return Score(round(total / len(items) * scale, 2))
+
+
+def reason_from(
+    score: float,
+    items: Sequence[Judged],
+    *,
+    noun: str,
+    good: str,
+    labels: Mapping[Verdict, str],
+    empty: str,
+) -> str:
+    """ "The score is S because K of N <noun> <good>." then the others quoted, by verdict."""
+    if not items:
+        return empty
+    counted = sum(1 for item in items if item.verdict is Verdict.YES)
+    head = f"The score is {score:g} because {counted} of {len(items)} {noun} {good}."
+    parts = [head]
+    for verdict, label in labels.items():
+        chosen = [(item.text, item.reason) for item in items if item.verdict is verdict]
+        if chosen:
+            parts.append(f"{label}: {quote(chosen)}.")
+    return " ".join(parts)
+
+
+def require_llm(judge: Judge, scorer: str, why: str) -> None:
+    """Refuse, at construction, a semantic question the local judge cannot answer."""
+    if isinstance(judge, LocalJudge):
+        raise ConfigurationError(
+            f"{scorer} needs an LLM judge: {why}. Pass model='gpt-4o-mini' (or any model name "
+            "on an OpenAI-compatible endpoint) or a Judge instance"
+        )
+
+
+def question_of(params: StepParams, scorer: str) -> str:
+    question = params.run.input_text.strip()
+    if not question:
+        raise MissingInputError(
+            f"the run has no user message: {scorer} judges the answer against the question"
+        )
+    return question

@@ -1,0 +1,96 @@
+"""Answer relevancy: the share of the answer's statements that address the question."""
+
+from __future__ import annotations
+
+from agentscore._options import check_number
+from agentscore.claims import prompts
+from agentscore.claims.protocol import RelevancyPayload, StatementVerdicts, Task, Verdict
+from agentscore.judges.base import JudgeRequest
+from agentscore.judges.resolve import JudgeLike
+from agentscore.runtime.callbacks import on_loop
+from agentscore.scorers._claims import checked_output, scaled_threshold
+from agentscore.scorers._verdicts import Judged, question_of, reason_from, weighted_score
+from agentscore.scorers.base import Score, Scorer, StepParams
+
+__all__ = ["DEFAULT_THRESHOLD", "DEFAULT_UNCERTAINTY_WEIGHT", "create_answer_relevancy_scorer"]
+
+# Passing means at least 7 statements in 10 are on topic.
+DEFAULT_THRESHOLD = 0.7
+# Mastra's weight of a statement that is related but does not answer ("unsure").
+DEFAULT_UNCERTAINTY_WEIGHT = 0.3
+_NAME = "answer relevancy"
+
+
+def create_answer_relevancy_scorer(
+    model: JudgeLike = None,
+    *,
+    uncertainty_weight: float = DEFAULT_UNCERTAINTY_WEIGHT,
+    scale: float = 1.0,
+    threshold: float | None = DEFAULT_THRESHOLD,
+    strict_mode: bool = False,
+    include_reason: bool = True,
+    verbose: bool = False,
+    timeout: float | None = None,
+    id: str = "answer_relevancy",
+) -> Scorer:
+    """Score = (yes + `uncertainty_weight` x unsure) / statements x `scale` (higher is better).
+
+    The judge splits the answer into statements and gives each a verdict against the user's
+    question: yes (addresses it), unsure (related, does not answer), no (off-topic). Mastra's
+    semantics (`uncertainty_weight=0.3`); `uncertainty_weight=1.0` is deepeval's, where only
+    "no" counts against. An answer with no statements scores 0 ("no_claims"); a run with no
+    user message fails with `MissingInputError`. With `model="local"` (the default) the
+    verdicts are a lexical approximation: a statement sharing a content word with the
+    question is "yes", any other "unsure" (see docs/concepts.md).
+    """
+    check_number("uncertainty_weight", uncertainty_weight, low=0, high=1)
+    weights = {Verdict.YES: 1.0, Verdict.UNSURE: uncertainty_weight}
+
+    async def preprocess(params: StepParams) -> dict[str, object]:
+        output = checked_output(params)
+        items: list[Judged] = []
+        if output:
+            question = question_of(params, _NAME)
+            reply = await params.ask(
+                JudgeRequest(
+                    task=Task.RELEVANCY,
+                    system=prompts.EVALUATOR_SYSTEM,
+                    prompt=prompts.relevancy_prompt(question, output),
+                    output_type=StatementVerdicts,
+                    payload=RelevancyPayload(question=question, output=output),
+                )
+            )
+            items = [Judged(s.statement, s.verdict, s.reason) for s in reply.statements]
+        params.state["items"] = items
+        return {"statements": [item.shape() for item in items]}
+
+    @on_loop
+    def generate_score(params: StepParams) -> Score:
+        return weighted_score(params.state["items"], weights, scale)
+
+    @on_loop
+    def generate_reason(params: StepParams) -> str:
+        assert params.score is not None
+        return reason_from(
+            params.score,
+            params.state["items"],
+            noun="statements",
+            good="address the question",
+            labels={Verdict.UNSURE: "Related but not an answer", Verdict.NO: "Off-topic"},
+            empty="Not scored: the answer makes no statements to judge.",
+        )
+
+    return Scorer(
+        id=id,
+        description="Share of the answer's statements that address the question.",
+        judge=model,
+        preprocess=preprocess,
+        generate_score=generate_score,
+        generate_reason=generate_reason,
+        scale=scale,
+        threshold=scaled_threshold(threshold, scale),
+        strict_mode=strict_mode,
+        include_reason=include_reason,
+        verbose=verbose,
+        timeout=timeout,
+    )

@@ -1,0 +1,99 @@
+"""Completeness: the share of what the question asks for that the answer covers."""
+
+from __future__ import annotations
+
+from agentscore.claims import prompts
+from agentscore.claims.protocol import CompletenessPayload, Requirements, Task, Verdict
+from agentscore.judges.base import JudgeRequest
+from agentscore.judges.resolve import JudgeLike
+from agentscore.runtime.callbacks import on_loop
+from agentscore.scorers._claims import checked_output, scaled_threshold
+from agentscore.scorers._verdicts import (
+    Judged,
+    question_of,
+    reason_from,
+    require_llm,
+    weighted_score,
+)
+from agentscore.scorers.base import Score, Scorer, StepParams
+
+__all__ = ["DEFAULT_THRESHOLD", "create_completeness_scorer"]
+
+# Passing means at least 4 in 5 of the things asked are covered.
+DEFAULT_THRESHOLD = 0.8
+# A requirement covered only partly counts half.
+_WEIGHTS = {Verdict.YES: 1.0, Verdict.UNSURE: 0.5}
+_NAME = "completeness"
+
+
+def create_completeness_scorer(
+    model: JudgeLike,
+    *,
+    scale: float = 1.0,
+    threshold: float | None = DEFAULT_THRESHOLD,
+    strict_mode: bool = False,
+    include_reason: bool = True,
+    verbose: bool = False,
+    timeout: float | None = None,
+    id: str = "completeness",
+) -> Scorer:
+    """Score = (covered + 0.5 x partly covered) / requirements x `scale` (higher is better).
+
+    The judge lists what the user's question asks for (each sub-question, requested item or
+    constraint) and marks each yes (covered), unsure (partly) or no (left out). An empty
+    answer scores 0 ("no_claims"); a run with no user message fails with `MissingInputError`.
+    Needs an LLM judge: `model="local"` raises `ConfigurationError`.
+    """
+
+    @on_loop
+    def generate_score(params: StepParams) -> Score:
+        return weighted_score(params.state["items"], _WEIGHTS, scale)
+
+    scorer = Scorer(
+        id=id,
+        description="Share of what the question asks for that the answer covers.",
+        judge=model,
+        preprocess=_preprocess,
+        generate_score=generate_score,
+        generate_reason=_reason,
+        scale=scale,
+        threshold=scaled_threshold(threshold, scale),
+        strict_mode=strict_mode,
+        include_reason=include_reason,
+        verbose=verbose,
+        timeout=timeout,
+    )
+    require_llm(scorer.judge, _NAME, "telling what a question asks for takes a language model")
+    return scorer
+
+
+async def _preprocess(params: StepParams) -> dict[str, object]:
+    output = checked_output(params)
+    items: list[Judged] = []
+    if output:
+        question = question_of(params, _NAME)
+        reply = await params.ask(
+            JudgeRequest(
+                task=Task.COMPLETENESS,
+                system=prompts.EVALUATOR_SYSTEM,
+                prompt=prompts.completeness_prompt(question, output),
+                output_type=Requirements,
+                payload=CompletenessPayload(question=question, output=output),
+            )
+        )
+        items = [Judged(r.requirement, r.verdict, r.reason) for r in reply.requirements]
+    params.state["items"] = items
+    return {"requirements": [item.shape() for item in items]}
+
+
+@on_loop
+def _reason(params: StepParams) -> str:
+    assert params.score is not None
+    return reason_from(
+        params.score,
+        params.state["items"],
+        noun="things asked for",
+        good="are covered",
+        labels={Verdict.UNSURE: "Partly covered", Verdict.NO: "Missing"},
+        empty="Not scored: the answer is empty.",
+    )

@@ -1,0 +1,289 @@
+"""One judge request for the LLM scorers of one generation: score_together and the runner."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from agentscore import Evals, Runner, ScoreResult
+from agentscore.judges import OpenAIJudge
+from agentscore.run import ScorerRun
+from agentscore.scorers import (
+    Scorer,
+    ScoreStatus,
+    create_answer_relevancy_scorer,
+    create_completeness_scorer,
+    create_faithfulness_scorer,
+    create_hallucination_scorer,
+    create_regex_scorer,
+)
+from agentscore.scorers.together import Together, score_together
+from agentscore.testing import ScriptedEndpoint, ScriptedReply, chat_completion, http_error
+
+pytestmark = pytest.mark.anyio
+
+QUESTION = "Where is order 42 and when will it arrive?"
+ANSWER = "Order 42 shipped on Monday. It arrives on Friday. Our office dog is called Rex."
+CONTEXT = ['{"order_id": 42, "status": "shipped", "shipped": "Monday", "eta": "Thursday"}']
+CLAIMS = [
+    "Order 42 shipped on Monday.",
+    "Order 42 arrives on Friday.",
+    "The office dog is called Rex.",
+]
+
+
+def verdicts(*pairs: str) -> dict[str, Any]:
+    return {"items": [{"verdict": v, "reason": f"because {v}"} for v in pairs]}
+
+
+GOOD_SECTIONS: dict[str, Any] = {
+    "s1": verdicts("yes", "no", "unsure"),  # faithfulness: 1 of 3 supported
+    "s2": verdicts("yes", "no", "unsure"),  # hallucination: 2 of 3 hallucinated
+    "s3": verdicts("yes", "yes", "no"),  # answer relevancy: 2 of 3 on topic
+    "s4": {  # completeness: where (yes), when (unsure: half)
+        "requirements": [
+            {"requirement": "where the order is", "verdict": "yes", "reason": "shipped"},
+            {"requirement": "when it arrives", "verdict": "unsure", "reason": "date wrong"},
+        ]
+    },
+}
+
+
+def judge_for(endpoint: ScriptedEndpoint) -> OpenAIJudge:
+    # A judge per scorer, as users write it: sharing goes by model and endpoint, not object.
+    return OpenAIJudge("judge-model", client=endpoint.client(max_retries=0), use_cache=False)
+
+
+def four_scorers(endpoint: ScriptedEndpoint) -> list[Scorer]:
+    return [
+        create_faithfulness_scorer(judge_for(endpoint), context=CONTEXT, user_facts=False),
+        create_hallucination_scorer(judge_for(endpoint), context=CONTEXT, user_facts=False),
+        create_answer_relevancy_scorer(judge_for(endpoint)),
+        create_completeness_scorer(judge_for(endpoint)),
+    ]
+
+
+def a_run() -> ScorerRun:
+    return ScorerRun(input=QUESTION, output=ANSWER)
+
+
+def prompt_of(body: dict[str, Any]) -> str:
+    return str(body["messages"][-1]["content"])
+
+
+def combined_then(
+    sections: dict[str, Any], repairs: list[dict[str, Any]] | None = None
+) -> Callable[[dict[str, Any]], ScriptedReply]:
+    """The combined reply for a combined request; then `repairs`, in order, for the rest."""
+    queue = list(repairs or [])
+
+    def answer(body: dict[str, Any]) -> ScriptedReply:
+        if 'Section "s1"' in prompt_of(body) and 'under "claims"' in prompt_of(body):
+            return chat_completion({"claims": CLAIMS, **sections})
+        return chat_completion(queue.pop(0)) if queue else http_error(500, "no more replies")
+
+    return answer
+
+
+def by_id(results: list[ScoreResult]) -> dict[str, ScoreResult]:
+    return {result.scorer_id: result for result in results}
+
+
+async def test_four_llm_scorers_on_one_generation_make_one_judge_request() -> None:
+    endpoint = ScriptedEndpoint(combined_then(GOOD_SECTIONS))
+
+    results = await score_together(four_scorers(endpoint), a_run())
+
+    assert len(endpoint.requests) == 1
+    assert [r.scorer_id for r in results] == [
+        "faithfulness",
+        "hallucination",
+        "answer_relevancy",
+        "completeness",
+    ]
+    scores = by_id(results)
+    assert all(r.status is ScoreStatus.SCORED for r in results)
+    assert scores["faithfulness"].score == 0.33
+    assert scores["hallucination"].score == 0.67
+    assert scores["answer_relevancy"].score == 0.67  # (1 + 1 + 0) / 3
+    assert scores["completeness"].score == 0.75  # (1 + 0.5) / 2
+    # Claims were extracted once, and every claim scorer judged the same ones.
+    assert scores["faithfulness"].preprocess_step_result == CLAIMS
+    assert [s["text"] for s in scores["answer_relevancy"].preprocess_step_result["statements"]] == (
+        CLAIMS
+    )
+    assert "Off-topic" in (scores["answer_relevancy"].reason or "")
+    assert "The office dog is called Rex." in (scores["answer_relevancy"].reason or "")
+
+
+async def test_shared_usage_adds_up_to_the_one_request_and_each_prompt_is_its_own() -> None:
+    endpoint = ScriptedEndpoint(combined_then(GOOD_SECTIONS))
+
+    results = await score_together(four_scorers(endpoint), a_run())
+
+    assert sum(r.judge_usage.calls for r in results) == 1
+    assert sum(r.judge_usage.input_tokens for r in results) == 100  # chat_completion's default
+    assert sum(r.judge_usage.output_tokens for r in results) == 20
+    assert all(r.judge_usage.input_tokens >= 25 for r in results)  # an even share each
+    scores = by_id(results)
+    # Each result keeps the prompt its scorer would have sent alone.
+    assert "judge each claim against the CONTEXT" in (
+        scores["faithfulness"].preprocess_prompt or ""
+    )
+    assert "addresses the QUESTION" in (scores["answer_relevancy"].preprocess_prompt or "")
+    assert "asks for" in (scores["completeness"].preprocess_prompt or "")
+    # The one request carries each section, the data once, and a schema with a key each.
+    sent = endpoint.requests[0]
+    assert prompt_of(sent).count(ANSWER) == 1
+    schema = sent["response_format"]["json_schema"]["schema"]
+    assert set(schema["properties"]) == {"claims", "s1", "s2", "s3", "s4"}
+    assert schema["properties"]["s4"]["properties"]["requirements"]["type"] == "array"
+
+
+async def test_a_malformed_section_is_repaired_alone_on_the_same_claims() -> None:
+    broken = {**GOOD_SECTIONS, "s3": verdicts("yes")}  # 1 verdict for 3 claims
+    endpoint = ScriptedEndpoint(combined_then(broken, repairs=[verdicts("no", "no", "no")]))
+
+    scores = by_id(await score_together(four_scorers(endpoint), a_run()))
+
+    assert len(endpoint.requests) == 2
+    repair = prompt_of(endpoint.requests[1])
+    assert "The office dog is called Rex." in repair  # the claims already extracted
+    assert 'under "claims"' not in repair  # not extracted again
+    assert scores["answer_relevancy"].score == 0.0
+    assert scores["answer_relevancy"].judge_usage.calls == 1  # its repair, and no share of s1
+    assert scores["faithfulness"].score == 0.33
+    assert scores["completeness"].score == 0.75
+
+
+async def test_a_section_still_malformed_after_its_repair_fails_that_scorer_alone() -> None:
+    broken = {**GOOD_SECTIONS, "s4": {"requirements": "none"}}
+    # The repair of a non-claim section is its scorer's own request; the judge then makes its
+    # own one repair of that reply: both answered with garbage.
+    bad = {"requirements": [{"requirement": "x"}]}
+    endpoint = ScriptedEndpoint(combined_then(broken, repairs=[bad, bad]))
+
+    scores = by_id(await score_together(four_scorers(endpoint), a_run()))
+
+    assert scores["completeness"].status is ScoreStatus.FAILED
+    assert scores["completeness"].error is not None
+    assert scores["completeness"].error.type == "JudgeOutputError"
+    assert len(endpoint.requests) == 3
+    for other in ("faithfulness", "hallucination", "answer_relevancy"):
+        assert scores[other].status is ScoreStatus.SCORED
+
+
+async def test_a_missing_section_is_repaired_not_fatal() -> None:
+    sections = {key: value for key, value in GOOD_SECTIONS.items() if key != "s1"}
+    endpoint = ScriptedEndpoint(combined_then(sections, repairs=[verdicts("yes", "yes", "yes")]))
+
+    scores = by_id(await score_together(four_scorers(endpoint), a_run()))
+
+    assert scores["faithfulness"].score == 1.0
+    assert len(endpoint.requests) == 2
+
+
+async def test_a_judge_outage_fails_each_scorer_with_the_error_and_counts_one_request() -> None:
+    endpoint = ScriptedEndpoint([http_error(503, "overloaded")])
+
+    results = await score_together(four_scorers(endpoint), a_run())
+
+    assert len(endpoint.requests) == 1
+    assert [r.status for r in results] == [ScoreStatus.FAILED] * 4
+    assert {r.error.type for r in results if r.error} == {"JudgeServerError"}
+    assert sum(r.judge_usage.calls for r in results) == 1
+
+
+async def test_local_and_deterministic_scorers_send_nothing_and_score_as_alone() -> None:
+    scorers = [
+        create_faithfulness_scorer("local", context=CONTEXT),
+        create_answer_relevancy_scorer("local"),
+        create_regex_scorer(r"order \d+", flags=2),
+    ]
+    together = await score_together(scorers, a_run())
+    alone = [await scorer.run(a_run()) for scorer in scorers]
+
+    assert [r.score for r in together] == [r.score for r in alone]
+    assert all(r.judge_usage.calls == 0 for r in together)
+
+
+async def test_an_empty_answer_does_not_hold_the_others() -> None:
+    # Completeness and relevancy ask nothing of an empty answer; the others must not wait.
+    endpoint = ScriptedEndpoint([])
+    run = ScorerRun(input=QUESTION, output="")
+
+    results = await score_together(four_scorers(endpoint), run)
+
+    assert len(endpoint.requests) == 0
+    assert [r.status for r in results] == [ScoreStatus.NO_CLAIMS] * 4
+
+
+def test_the_runner_shares_one_request_among_a_generations_jobs() -> None:
+    endpoint = ScriptedEndpoint(combined_then(GOOD_SECTIONS))
+    runner = Runner()
+    results: list[ScoreResult] = []
+    evals = Evals(scorers=four_scorers(endpoint), runner=runner, on_score=results.append)
+
+    assert evals.submit(QUESTION, ANSWER)
+    assert runner.flush(timeout=30)
+
+    assert len(endpoint.requests) == 1
+    assert by_id(results)["completeness"].score == 0.75
+    assert runner.stats().scored == 4
+    runner.shutdown()
+
+
+def test_different_judge_models_are_not_combined() -> None:
+    endpoint = ScriptedEndpoint(
+        lambda body: chat_completion(
+            {"statements": [{"statement": ANSWER, "verdict": "yes", "reason": "on topic"}]}
+            if "statements" in json.dumps(body.get("response_format"))
+            else {"claims": []}
+        )
+    )
+    other = OpenAIJudge("other-model", client=endpoint.client(max_retries=0))
+    scorers = [
+        create_answer_relevancy_scorer(judge_for(endpoint)),
+        create_faithfulness_scorer(other, context=CONTEXT),
+    ]
+    runner = Runner()
+    results: list[ScoreResult] = []
+    Evals(scorers=scorers, runner=runner, on_score=results.append).submit(QUESTION, ANSWER)
+    assert runner.flush(timeout=30)
+
+    assert len(endpoint.requests) == 2
+    assert by_id(results)["answer_relevancy"].score == 1.0
+    runner.shutdown()
+
+
+async def test_a_generation_submitted_from_any_event_loop_shares_its_request() -> None:
+    # Submitted from the caller's loop (asyncio or trio), scored on agentscore's own.
+    endpoint = ScriptedEndpoint(combined_then(GOOD_SECTIONS))
+    runner = Runner()
+    results: list[ScoreResult] = []
+    evals = Evals(scorers=four_scorers(endpoint), runner=runner, on_score=results.append)
+
+    assert await evals.asubmit_run(a_run())
+    assert await runner.aflush(timeout=30)
+
+    assert len(endpoint.requests) == 1
+    assert sorted(r.score for r in results if r.score is not None) == [0.33, 0.67, 0.67, 0.75]
+    runner.shutdown()
+
+
+async def test_a_scorer_whose_partner_never_runs_asks_alone_after_the_window() -> None:
+    # A generation's other job was dropped (queue full): the first must not wait for it.
+    reply = {"statements": [{"statement": ANSWER, "verdict": "yes", "reason": "on topic"}]}
+    endpoint = ScriptedEndpoint([chat_completion(reply)])
+    relevancy = create_answer_relevancy_scorer(judge_for(endpoint))
+    completeness = create_completeness_scorer(judge_for(endpoint))
+    together = Together([relevancy, completeness], window=0.05)
+
+    result = await together.score(relevancy, lambda judge: relevancy.run(a_run(), judge=judge))
+
+    assert result.score == 1.0
+    assert len(endpoint.requests) == 1
+    assert 'Section "s1"' not in prompt_of(endpoint.requests[0])  # its own prompt, alone
