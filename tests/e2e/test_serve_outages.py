@@ -54,6 +54,14 @@ def judge_env(server: ChatServer, retries: int = 0) -> dict[str, str]:
     }
 
 
+def scoring_requests(server: ChatServer) -> int:
+    """Judge requests made to score, leaving out the judge check the service runs at start
+    (`agentscore check`'s request: one per judge, outside the scoring budget)."""
+    return sum(
+        1 for request in server.requests if "health check" not in str(request.body["messages"])
+    )
+
+
 def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
@@ -94,13 +102,13 @@ def test_a_backend_outage_re_exports_and_never_re_judges(tmp_path: Path) -> None
             wait_until(lambda: serve.health()["export_failures"] >= 1, 30, "a refused export")
             during = serve.health()
             time.sleep(30)
-            judged_during_outage = len(server.requests)
+            judged_during_outage = scoring_requests(server)
             receiver.status = 200
             wait_until(lambda: serve.health()["scored"] == 10, 60, "all 10 exported")
             after = serve.health()
     assert during["status"] == "degraded" and "export_failing" in during["problems"]
     assert judged_during_outage == 10
-    assert len(server.requests) == 10  # each job judged once
+    assert scoring_requests(server) == 10  # each job judged once
     assert after["judge_requests"] == 10 and after["pending_jobs"] == 0
     assert len({span.span_id for span in evaluation_spans(receiver)}) == 10
 
@@ -140,13 +148,13 @@ def test_a_full_disk_delays_deletes_without_re_judging(tmp_path: Path, small_dis
         with serving(tmp_path, receiver.url, "--queue", str(queue), env=judge_env(server)) as serve:
             send_generations(serve.url, [ANSWER] * 20)
             wait_until(lambda: serve.health()["export_failures"] >= 1, 30, "a refused export")
-            wait_until(lambda: len(server.requests) == 20, 30, "every job judged")
+            wait_until(lambda: scoring_requests(server) == 20, 30, "every job judged")
             filler = fill(small_disk)
             receiver.status = 200
             wait_until(lambda: serve.health()["delete_failures"] >= 1, 30, "a failed delete")
             time.sleep(10)
             during = serve.health()
-            judged = len(server.requests)
+            judged = scoring_requests(server)
             filler.unlink()
             wait_until(lambda: serve.health()["pending_jobs"] == 0, 60, "the rows deleted")
             after = serve.health()
@@ -164,7 +172,7 @@ def test_the_request_budget_counts_every_http_request(tmp_path: Path) -> None:
             started = time.monotonic()
             send_generations(serve.url, [ANSWER] * 10)
             time.sleep(max(0.0, 20 - (time.monotonic() - started)))
-            requests = len(server.requests)
+            requests = scoring_requests(server)
             health = serve.health()
     allowed = 6 + 6 * 20 / 60  # a full bucket, then 6 a minute
     assert requests <= 1.5 * allowed
@@ -192,7 +200,7 @@ def test_two_services_on_one_queue_judge_each_generation_once(tmp_path: Path) ->
         wait_until(lambda: first.health()["scored"] == 20, 60, "all scored")
     assert second.returncode == 2
     assert "in use by another process" in second.stderr
-    assert len(server.requests) == 20
+    assert scoring_requests(server) == 20
 
 
 def _status(span: ProtoSpan) -> str:
