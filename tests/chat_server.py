@@ -79,7 +79,7 @@ def chat_server(responder: Responder) -> Iterator[ChatServer]:
         def log_message(self, format: str, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = _Server(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     server_state.base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -89,3 +89,9 @@ def chat_server(responder: Responder) -> Iterator[ChatServer]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+class _Server(ThreadingHTTPServer):
+    # socketserver's default listen backlog is 5: a service opening 16 connections at once
+    # on a loaded machine got "connection refused", which tests then read as an outage.
+    request_queue_size = 128

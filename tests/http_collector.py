@@ -46,7 +46,7 @@ def http_collector() -> Iterator[Collector]:
         def log_message(self, format: str, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = _Server(("127.0.0.1", 0), Handler)
     collector.url = f"http://127.0.0.1:{server.server_address[1]}"
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -54,3 +54,9 @@ def http_collector() -> Iterator[Collector]:
         yield collector
     finally:
         server.shutdown()
+
+
+class _Server(ThreadingHTTPServer):
+    # socketserver's default listen backlog is 5: a service opening 16 connections at once
+    # on a loaded machine got "connection refused", which tests then read as an outage.
+    request_queue_size = 128

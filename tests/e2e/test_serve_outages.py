@@ -161,7 +161,8 @@ def test_a_full_disk_delays_deletes_without_re_judging(tmp_path: Path, small_dis
     assert judged <= 2 * 20
     assert during["status"] == "degraded" and "disk_full" in during["problems"]
     assert after["scored"] == 20 and after["status"] == "ok"
-    assert len({span.span_id for span in evaluation_spans(receiver)}) == 20
+    final = {span.span_id for span in evaluation_spans(receiver) if _status(span) != "delayed"}
+    assert len(final) == 20
 
 
 def test_the_request_budget_counts_every_http_request(tmp_path: Path) -> None:
