@@ -7,6 +7,7 @@ import json
 import time
 from typing import Any
 
+import anyio
 import pytest
 import trio
 
@@ -220,6 +221,29 @@ async def test_an_outage_longer_than_the_retry_window_fails_with_its_error_type(
     assert score.error is not None and score.error.type == "JudgeServerError"
     assert score.error.transient
     assert 2 <= len(judge.requests) <= 8  # retried within the window, then given up
+
+
+@pytest.mark.anyio
+async def test_a_shutdown_during_an_outage_ends_the_waiting_run_at_once() -> None:
+    # Exit in the middle of a judge outage: the run waiting to retry must not hold the exit
+    # for its backoff (30 s here); it tries once more at once, and that result stands.
+    runner = Runner(retry=RetryPolicy(first_delay=30, max_delay=30, window=600))
+    judge = ScriptedEndpoint([http_error(503)] * 50)
+    agent, _ = make_agent(judge, runner)
+
+    await agent.generate("Where is order 42?")
+    deadline = time.monotonic() + 10
+    while runner.stats().delayed == 0:
+        assert time.monotonic() < deadline, "the run never started waiting to retry"
+        await anyio.sleep(0.02)
+    started = time.monotonic()
+    assert await anyio.to_thread.run_sync(runner.shutdown, 5.0)
+    assert time.monotonic() - started < 2
+    stats = runner.stats()
+    assert (stats.failed, stats.delayed, stats.pending) == (1, 0, 0)
+    [score] = agent.scores
+    assert score.error is not None and score.error.type == "JudgeServerError"
+    assert len(judge.requests) == 2  # woken by the shutdown: one last try, and it stands
 
 
 @pytest.mark.anyio

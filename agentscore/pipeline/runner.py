@@ -282,7 +282,8 @@ class Runner:
     async def _score_until_final(self, job: ScoreJob) -> ScoreResult:
         """Score `job`; while its judge fails for a passing reason, try again after a backoff,
         within the retry window (the job keeps its slot: during an outage new work waits in
-        the bounded queue instead of failing). A shutdown ends the waiting at once."""
+        the bounded queue instead of failing). A shutdown ends the waiting at once: one last
+        try, whose result stands."""
         run = job.run
         started = time.monotonic()
         attempts = 0
