@@ -177,6 +177,12 @@ def main() -> None:
     parser.add_argument("--processes", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--profile", action="store_true", help="py-spy the 1-process runs")
     parser.add_argument("--synchronous", choices=["FULL", "NORMAL"], default="FULL")
+    parser.add_argument(
+        "--judges", nargs="+", choices=["local", "scripted"], default=["local", "scripted"]
+    )
+    parser.add_argument(
+        "--keep-profiles", type=Path, help="directory to keep py-spy's raw profiles in"
+    )
     args = parser.parse_args()
     print(
         f"machine: {os.cpu_count()} CPUs, {platform.platform()}, Python {platform.python_version()}"
@@ -186,11 +192,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as directory, receiver() as receiver_url:
         tmp = Path(directory)
         with judge_server(0.05) as scripted:
-            judges = (("local judge", ""), ("scripted judge, 50 ms", scripted))
-            for index, (name, judge_url) in enumerate(judges):
+            judges = {"local": ("local judge", ""), "scripted": ("scripted judge, 50 ms", scripted)}
+            for index, (name, judge_url) in enumerate(judges[judge] for judge in args.judges):
                 runs: list[Run] = []
                 for processes in args.processes:
-                    profile = tmp / f"profile-{index}.txt"
+                    profile = (args.keep_profiles or tmp) / f"profile-{index}.txt"
                     wanted = args.profile and processes == 1
                     runs.append(
                         scale(
