@@ -526,7 +526,7 @@ class Agent:
         ground_truth: Any,
     ) -> None:
         # Built without re-validation: every field is already the right type.
-        run = ScorerRun.model_construct(
+        run = ScorerRun.unchecked(
             run_id=result.run_id,
             input=input_messages,
             output=result.output,

@@ -110,7 +110,7 @@ class Evals:
             chosen = sampled_scorers(self._entries, trace_id, run_id)
             if not chosen:
                 return False
-            header = ScorerRun.model_construct(
+            header = ScorerRun.unchecked(
                 run_id=run_id,
                 input=[],
                 output=[],

@@ -13,6 +13,7 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 from agentscore import Evals, Runner, ScoreResult, Telemetry
 from agentscore.errors import ConfigurationError
 from agentscore.judges import LocalJudge
+from agentscore.run import ScorerRun
 from agentscore.scorers import create_faithfulness_scorer
 from tests.conftest import Otel
 
@@ -259,3 +260,15 @@ def test_submit_from_many_threads_accounts_for_every_run() -> None:
     assert stats.submitted == stats.scored + stats.failed + stats.dropped + stats.pending == 400
     assert len(scores) == 400
     assert {score.score for score in scores} == {1.0}
+
+
+def test_a_run_built_unchecked_sets_every_field_itself() -> None:
+    # A field left to model_construct's default costs an inspect.signature of its default
+    # factory per run, on the caller's path (Evals.submit); a new field must get a default in
+    # ScorerRun.unchecked.
+    run = ScorerRun.unchecked(input=[], agent_name="support")
+    assert run.model_fields_set == set(ScorerRun.model_fields)
+    assert run.agent_name == "support" and run.tools == [] and run.documents == []
+    assert len(run.run_id) == 32
+    assert ScorerRun.unchecked().run_id != ScorerRun.unchecked().run_id
+    assert ScorerRun.unchecked(run_id="r1").run_id == "r1"

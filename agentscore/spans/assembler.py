@@ -261,7 +261,7 @@ def generation_run(
             "agent runs)",
         )
     split = max((i for i, m in enumerate(messages) if m.role == "user" and m.content), default=-1)
-    return ScorerRun.model_construct(
+    return ScorerRun.unchecked(
         **_identity(span, llm_spans),
         input=messages[: split + 1],
         output=messages[split + 1 :],
@@ -341,7 +341,7 @@ def _identity(span: SpanRecord, llm_spans: list[SpanRecord]) -> dict[str, Any]:
 
 
 def _unreadable_run(span: SpanRecord, error: str) -> ScorerRun:
-    return ScorerRun.model_construct(
+    return ScorerRun.unchecked(
         **_identity(span, []), input=[], output=[], documents=[], read_error=error
     )
 
