@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import time
 from typing import Any
@@ -103,6 +104,26 @@ class App:
             after_answer(self.after)
 
 
+class FullCollections:
+    """The interpreter's full (oldest-generation) garbage collections while measuring: each
+    pauses every thread of the process, and how often they come depends on how many objects
+    outlive a young collection, which scoring in the process adds to."""
+
+    def __init__(self) -> None:
+        self.pauses: list[float] = []
+        self.measuring = False
+        self._started = 0.0
+        gc.callbacks.append(self._observe)
+
+    def _observe(self, phase: str, info: dict[str, int]) -> None:
+        if info["generation"] != 2 or not self.measuring:
+            return
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.pauses.append(time.perf_counter() - self._started)
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--arm", choices=("none", "submit", "processor"), required=True)
@@ -135,6 +156,7 @@ async def main() -> None:
         if keep:
             latencies.append((time.perf_counter_ns() - due) // 1000)
 
+    collections = FullCollections()
     interval = int(1e9 / args.rate)
     total = int((args.warmup + args.seconds) * args.rate)
     warm = int(args.warmup * args.rate)
@@ -149,10 +171,12 @@ async def main() -> None:
         delay = (due - time.perf_counter_ns()) / 1e9
         if delay > 0:
             await asyncio.sleep(delay)
+        collections.measuring = n >= warm
         task = asyncio.create_task(timed(due, n >= warm))
         in_flight.add(task)
         task.add_done_callback(in_flight.discard)
     await asyncio.gather(*in_flight)
+    collections.measuring = False
     await runner.aflush(30)
     if processor is not None:
         processor.force_flush(30_000)
@@ -161,7 +185,8 @@ async def main() -> None:
     stats = runner.stats()
     provider.shutdown()
     print(json.dumps({"latencies_us": latencies, "scored": stats.scored, "failed": stats.failed,
-                      "cpu_ms_per_request": cpu_ms}))  # fmt: skip
+                      "cpu_ms_per_request": cpu_ms,
+                      "full_gc_ms": [round(p * 1000, 1) for p in collections.pauses]}))  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -96,6 +96,7 @@ def one_pass(label: str, urls: dict[str, str], args: argparse.Namespace) -> None
     loads: dict[str, list[float]] = {name: [] for name in ARMS}
     scored: dict[str, int] = dict.fromkeys(ARMS, 0)
     cpu: dict[str, list[float]] = {name: [] for name in ARMS}
+    full_gc: dict[str, list[float]] = {name: [] for name in ARMS}
     order = list(ARMS)
     for round_ in range(args.rounds):
         for name in order if round_ % 2 == 0 else reversed(order):
@@ -107,6 +108,9 @@ def one_pass(label: str, urls: dict[str, str], args: argparse.Namespace) -> None
             scored[name] += int(str(result["scored"]))
             loads[name].append(os.getloadavg()[0])
             cpu[name].append(float(str(result["cpu_ms_per_request"])))
+            pauses = result["full_gc_ms"]
+            assert isinstance(pauses, list)
+            full_gc[name] += pauses
     served = httpx.get(f"{urls['serve']}/healthz").json()
     base = latencies["no scoring"]
     print(
@@ -114,13 +118,14 @@ def one_pass(label: str, urls: dict[str, str], args: argparse.Namespace) -> None
         f"{args.after_ms:g} ms of work after submit"
     )
     head = f"{'ms':<16}{'p50':>8}{'p90':>8}{'p99':>8}{'+p50':>8}{'+p90':>8}{'+p99':>8}"
-    print(f"{head}{'requests':>10}{'CPU/req':>9}{'load 1m':>9}")
+    print(f"{head}{'requests':>10}{'CPU/req':>9}{'load 1m':>9}  full GCs (max ms)")
     for name, values in latencies.items():
         added = [pct(values, q) - pct(base, q) for q in (0.5, 0.9, 0.99)]
         print(
             f"{name:<16}{pct(values, 0.5):>8.2f}{pct(values, 0.9):>8.2f}{pct(values, 0.99):>8.2f}"
             f"{added[0]:>+8.2f}{added[1]:>+8.2f}{added[2]:>+8.2f}{len(values):>10}"
             f"{min(cpu[name]):>9.2f}{max(loads[name]):>9.2f}"
+            f"  {len(full_gc[name])} ({max(full_gc[name], default=0):.0f})"
         )
     # Every scorer must have been scoring during its arm, or the comparison says nothing.
     print(
