@@ -3,7 +3,7 @@ a reason written from the verdicts, and the check that an LLM judge is there whe
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from agentscore.claims.protocol import Verdict
@@ -11,9 +11,21 @@ from agentscore.claims.reason import quote
 from agentscore.errors import ConfigurationError, MissingInputError
 from agentscore.judges.base import Judge
 from agentscore.judges.local import LocalJudge
-from agentscore.scorers.base import Score, StepParams
+from agentscore.judges.resolve import JudgeLike
+from agentscore.runtime.callbacks import on_loop
+from agentscore.scorers._claims import scaled_threshold
+from agentscore.scorers.base import Score, Scorer, StepParams
 
-__all__ = ["Judged", "question_of", "reason_from", "require_llm", "weighted_score"]
+__all__ = [
+    "JudgeItems",
+    "Judged",
+    "Wording",
+    "judged_list_scorer",
+    "question_of",
+    "reason_from",
+    "require_llm",
+    "weighted_score",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +38,79 @@ class Judged:
 
     def shape(self) -> dict[str, str]:
         return {"text": self.text, "verdict": self.verdict.value, "reason": self.reason}
+
+
+# The judged items of one run; None when there was no context to judge.
+JudgeItems = Callable[[StepParams], Awaitable[list[Judged] | None]]
+
+
+@dataclass(frozen=True, slots=True)
+class Wording:
+    """How the reason of a judged-list scorer reads (see `reason_from`)."""
+
+    noun: str
+    good: str
+    labels: Mapping[Verdict, str]
+    empty: str
+
+
+def judged_list_scorer(
+    judge_items: JudgeItems,
+    *,
+    key: str,
+    weights: Mapping[Verdict, float],
+    wording: Wording,
+    id: str,
+    description: str,
+    model: JudgeLike,
+    scale: float,
+    threshold: float | None,
+    strict_mode: bool,
+    include_reason: bool,
+    verbose: bool,
+    timeout: float | None,
+) -> Scorer:
+    """A scorer whose judge gives a verdict per item: the weighted share of its verdicts,
+    with the reason written from them. The analysis step reports the items under `key`."""
+
+    async def preprocess(params: StepParams) -> dict[str, object]:
+        items = await judge_items(params)
+        params.state["items"] = items
+        return {key: [item.shape() for item in items or ()]}
+
+    @on_loop
+    def generate_score(params: StepParams) -> Score:
+        items = params.state["items"]
+        if items is None:
+            return Score(status="no_context")  # nothing retrieved: nothing to judge
+        return weighted_score(items, weights, scale)
+
+    @on_loop
+    def generate_reason(params: StepParams) -> str:
+        assert params.score is not None
+        return reason_from(
+            params.score,
+            params.state["items"] or (),
+            noun=wording.noun,
+            good=wording.good,
+            labels=wording.labels,
+            empty=wording.empty,
+        )
+
+    return Scorer(
+        id=id,
+        description=description,
+        judge=model,
+        preprocess=preprocess,
+        generate_score=generate_score,
+        generate_reason=generate_reason,
+        scale=scale,
+        threshold=scaled_threshold(threshold, scale),
+        strict_mode=strict_mode,
+        include_reason=include_reason,
+        verbose=verbose,
+        timeout=timeout,
+    )
 
 
 def weighted_score(

@@ -7,10 +7,9 @@ from agentscore.claims import prompts
 from agentscore.claims.protocol import RelevancyPayload, StatementVerdicts, Task, Verdict
 from agentscore.judges.base import JudgeRequest
 from agentscore.judges.resolve import JudgeLike
-from agentscore.runtime.callbacks import on_loop
-from agentscore.scorers._claims import checked_output, scaled_threshold
-from agentscore.scorers._verdicts import Judged, question_of, reason_from, weighted_score
-from agentscore.scorers.base import Score, Scorer, StepParams
+from agentscore.scorers._claims import checked_output
+from agentscore.scorers._verdicts import Judged, Wording, judged_list_scorer, question_of
+from agentscore.scorers.base import Scorer, StepParams
 
 __all__ = ["DEFAULT_THRESHOLD", "DEFAULT_UNCERTAINTY_WEIGHT", "create_answer_relevancy_scorer"]
 
@@ -19,6 +18,12 @@ DEFAULT_THRESHOLD = 0.7
 # Mastra's weight of a statement that is related but does not answer ("unsure").
 DEFAULT_UNCERTAINTY_WEIGHT = 0.3
 _NAME = "answer relevancy"
+_WORDING = Wording(
+    noun="statements",
+    good="address the question",
+    labels={Verdict.UNSURE: "Related but not an answer", Verdict.NO: "Off-topic"},
+    empty="Not scored: the answer makes no statements to judge.",
+)
 
 
 def create_answer_relevancy_scorer(
@@ -44,51 +49,33 @@ def create_answer_relevancy_scorer(
     question is "yes", any other "unsure" (see docs/concepts.md).
     """
     check_number("uncertainty_weight", uncertainty_weight, low=0, high=1)
-    weights = {Verdict.YES: 1.0, Verdict.UNSURE: uncertainty_weight}
 
-    async def preprocess(params: StepParams) -> dict[str, object]:
+    async def judge_items(params: StepParams) -> list[Judged]:
         output = checked_output(params)
-        items: list[Judged] = []
-        if output:
-            question = question_of(params, _NAME)
-            reply = await params.ask(
-                JudgeRequest(
-                    task=Task.RELEVANCY,
-                    system=prompts.EVALUATOR_SYSTEM,
-                    prompt=prompts.relevancy_prompt(question, output),
-                    output_type=StatementVerdicts,
-                    payload=RelevancyPayload(question=question, output=output),
-                )
+        if not output:
+            return []
+        question = question_of(params, _NAME)
+        reply = await params.ask(
+            JudgeRequest(
+                task=Task.RELEVANCY,
+                system=prompts.EVALUATOR_SYSTEM,
+                prompt=prompts.relevancy_prompt(question, output),
+                output_type=StatementVerdicts,
+                payload=RelevancyPayload(question=question, output=output),
             )
-            items = [Judged(s.statement, s.verdict, s.reason) for s in reply.statements]
-        params.state["items"] = items
-        return {"statements": [item.shape() for item in items]}
-
-    @on_loop
-    def generate_score(params: StepParams) -> Score:
-        return weighted_score(params.state["items"], weights, scale)
-
-    @on_loop
-    def generate_reason(params: StepParams) -> str:
-        assert params.score is not None
-        return reason_from(
-            params.score,
-            params.state["items"],
-            noun="statements",
-            good="address the question",
-            labels={Verdict.UNSURE: "Related but not an answer", Verdict.NO: "Off-topic"},
-            empty="Not scored: the answer makes no statements to judge.",
         )
+        return [Judged(s.statement, s.verdict, s.reason) for s in reply.statements]
 
-    return Scorer(
+    return judged_list_scorer(
+        judge_items,
+        key="statements",
+        weights={Verdict.YES: 1.0, Verdict.UNSURE: uncertainty_weight},
+        wording=_WORDING,
         id=id,
         description="Share of the answer's statements that address the question.",
-        judge=model,
-        preprocess=preprocess,
-        generate_score=generate_score,
-        generate_reason=generate_reason,
+        model=model,
         scale=scale,
-        threshold=scaled_threshold(threshold, scale),
+        threshold=threshold,
         strict_mode=strict_mode,
         include_reason=include_reason,
         verbose=verbose,

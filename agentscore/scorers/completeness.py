@@ -6,16 +6,15 @@ from agentscore.claims import prompts
 from agentscore.claims.protocol import CompletenessPayload, Requirements, Task, Verdict
 from agentscore.judges.base import JudgeRequest
 from agentscore.judges.resolve import JudgeLike
-from agentscore.runtime.callbacks import on_loop
-from agentscore.scorers._claims import checked_output, scaled_threshold
+from agentscore.scorers._claims import checked_output
 from agentscore.scorers._verdicts import (
     Judged,
+    Wording,
+    judged_list_scorer,
     question_of,
-    reason_from,
     require_llm,
-    weighted_score,
 )
-from agentscore.scorers.base import Score, Scorer, StepParams
+from agentscore.scorers.base import Scorer, StepParams
 
 __all__ = ["DEFAULT_THRESHOLD", "create_completeness_scorer"]
 
@@ -24,6 +23,12 @@ DEFAULT_THRESHOLD = 0.8
 # A requirement covered only partly counts half.
 _WEIGHTS = {Verdict.YES: 1.0, Verdict.UNSURE: 0.5}
 _NAME = "completeness"
+_WORDING = Wording(
+    noun="things asked for",
+    good="are covered",
+    labels={Verdict.UNSURE: "Partly covered", Verdict.NO: "Missing"},
+    empty="Not scored: the answer is empty.",
+)
 
 
 def create_completeness_scorer(
@@ -45,19 +50,16 @@ def create_completeness_scorer(
     Needs an LLM judge: `model="local"` raises `ConfigurationError`.
     """
 
-    @on_loop
-    def generate_score(params: StepParams) -> Score:
-        return weighted_score(params.state["items"], _WEIGHTS, scale)
-
-    scorer = Scorer(
+    scorer = judged_list_scorer(
+        _judge_items,
+        key="requirements",
+        weights=_WEIGHTS,
+        wording=_WORDING,
         id=id,
         description="Share of what the question asks for that the answer covers.",
-        judge=model,
-        preprocess=_preprocess,
-        generate_score=generate_score,
-        generate_reason=_reason,
+        model=model,
         scale=scale,
-        threshold=scaled_threshold(threshold, scale),
+        threshold=threshold,
         strict_mode=strict_mode,
         include_reason=include_reason,
         verbose=verbose,
@@ -67,33 +69,18 @@ def create_completeness_scorer(
     return scorer
 
 
-async def _preprocess(params: StepParams) -> dict[str, object]:
+async def _judge_items(params: StepParams) -> list[Judged]:
     output = checked_output(params)
-    items: list[Judged] = []
-    if output:
-        question = question_of(params, _NAME)
-        reply = await params.ask(
-            JudgeRequest(
-                task=Task.COMPLETENESS,
-                system=prompts.EVALUATOR_SYSTEM,
-                prompt=prompts.completeness_prompt(question, output),
-                output_type=Requirements,
-                payload=CompletenessPayload(question=question, output=output),
-            )
+    if not output:
+        return []
+    question = question_of(params, _NAME)
+    reply = await params.ask(
+        JudgeRequest(
+            task=Task.COMPLETENESS,
+            system=prompts.EVALUATOR_SYSTEM,
+            prompt=prompts.completeness_prompt(question, output),
+            output_type=Requirements,
+            payload=CompletenessPayload(question=question, output=output),
         )
-        items = [Judged(r.requirement, r.verdict, r.reason) for r in reply.requirements]
-    params.state["items"] = items
-    return {"requirements": [item.shape() for item in items]}
-
-
-@on_loop
-def _reason(params: StepParams) -> str:
-    assert params.score is not None
-    return reason_from(
-        params.score,
-        params.state["items"],
-        noun="things asked for",
-        good="are covered",
-        labels={Verdict.UNSURE: "Partly covered", Verdict.NO: "Missing"},
-        empty="Not scored: the answer is empty.",
     )
+    return [Judged(r.requirement, r.verdict, r.reason) for r in reply.requirements]

@@ -10,10 +10,9 @@ from agentscore.claims.protocol import ContextRelevancePayload, ItemVerdicts, Ta
 from agentscore.context import GetContext
 from agentscore.judges.base import JudgeRequest
 from agentscore.judges.resolve import JudgeLike
-from agentscore.runtime.callbacks import on_loop
-from agentscore.scorers._claims import check_context_options, resolve_context, scaled_threshold
-from agentscore.scorers._verdicts import Judged, question_of, reason_from, weighted_score
-from agentscore.scorers.base import Score, Scorer, StepParams
+from agentscore.scorers._claims import check_context_options, resolve_context
+from agentscore.scorers._verdicts import Judged, Wording, judged_list_scorer, question_of
+from agentscore.scorers.base import Scorer, StepParams
 
 __all__ = ["DEFAULT_THRESHOLD", "create_context_relevance_scorer"]
 
@@ -22,6 +21,12 @@ DEFAULT_THRESHOLD = 0.7
 # A marginally relevant item counts half.
 _WEIGHTS = {Verdict.YES: 1.0, Verdict.UNSURE: 0.5}
 _NAME = "context relevance"
+_WORDING = Wording(
+    noun="context items",
+    good="bear on the question",
+    labels={Verdict.UNSURE: "Marginal", Verdict.NO: "Irrelevant"},
+    empty="Not scored: the judge returned no verdicts.",
+)
 
 
 def create_context_relevance_scorer(
@@ -48,56 +53,36 @@ def create_context_relevance_scorer(
     """
     check_context_options(context, get_context)
 
-    async def preprocess(params: StepParams) -> dict[str, object]:
+    async def judge_items(params: StepParams) -> list[Judged] | None:
         chunks = await resolve_context(params, context, get_context, "analyze", user_facts=False)
-        params.state["context"] = chunks
-        items: list[Judged] = []
-        if chunks:
-            question = question_of(params, _NAME)
-            reply = await params.ask(
-                JudgeRequest(
-                    task=Task.CONTEXT_RELEVANCE,
-                    system=prompts.EVALUATOR_SYSTEM,
-                    prompt=prompts.context_relevance_prompt(question, chunks),
-                    output_type=ItemVerdicts,
-                    payload=ContextRelevancePayload(question=question, context=tuple(chunks)),
-                    validate=prompts.one_item_per(len(chunks)),
-                )
+        if not chunks:
+            return None
+        question = question_of(params, _NAME)
+        reply = await params.ask(
+            JudgeRequest(
+                task=Task.CONTEXT_RELEVANCE,
+                system=prompts.EVALUATOR_SYSTEM,
+                prompt=prompts.context_relevance_prompt(question, chunks),
+                output_type=ItemVerdicts,
+                payload=ContextRelevancePayload(question=question, context=tuple(chunks)),
+                validate=prompts.one_item_per(len(chunks)),
             )
-            items = [
-                Judged(chunk, item.verdict, item.reason)
-                for chunk, item in zip(chunks, reply.items, strict=True)
-            ]
-        params.state["items"] = items
-        return {"items": [item.shape() for item in items]}
-
-    @on_loop
-    def generate_score(params: StepParams) -> Score:
-        if not params.state["context"]:
-            return Score(status="no_context")  # nothing retrieved: nothing to judge
-        return weighted_score(params.state["items"], _WEIGHTS, scale)
-
-    @on_loop
-    def generate_reason(params: StepParams) -> str:
-        assert params.score is not None
-        return reason_from(
-            params.score,
-            params.state["items"],
-            noun="context items",
-            good="bear on the question",
-            labels={Verdict.UNSURE: "Marginal", Verdict.NO: "Irrelevant"},
-            empty="Not scored: the judge returned no verdicts.",
         )
+        return [
+            Judged(chunk, item.verdict, item.reason)
+            for chunk, item in zip(chunks, reply.items, strict=True)
+        ]
 
-    return Scorer(
+    return judged_list_scorer(
+        judge_items,
+        key="items",
+        weights=_WEIGHTS,
+        wording=_WORDING,
         id=id,
         description="Share of the context items relevant to the question.",
-        judge=model,
-        preprocess=preprocess,
-        generate_score=generate_score,
-        generate_reason=generate_reason,
+        model=model,
         scale=scale,
-        threshold=scaled_threshold(threshold, scale),
+        threshold=threshold,
         strict_mode=strict_mode,
         include_reason=include_reason,
         verbose=verbose,
