@@ -4,6 +4,8 @@ in their own direction, readable reasons, and their failure paths."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -363,3 +365,14 @@ def test_deterministic_checks_refuse_bad_options() -> None:
         create_contains_scorer("UPS")
     with pytest.raises(ConfigurationError, match="mode must be"):
         create_contains_scorer(["UPS"], mode="most")  # type: ignore[arg-type]
+
+
+def test_jsonschema_is_imported_only_by_the_scorers_that_check_schemas() -> None:
+    # Every full garbage collection of the host walks what its imports keep alive.
+    probe = (
+        "import sys, agentscore, agentscore.scorers as s\n"
+        "assert 'jsonschema' not in sys.modules\n"
+        "s.create_json_schema_scorer({'type': 'object'})\n"
+        "assert 'jsonschema' in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", probe], check=True)

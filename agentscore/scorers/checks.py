@@ -8,8 +8,6 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
-import jsonschema
-
 from agentscore.errors import ConfigurationError
 from agentscore.runtime.callbacks import on_loop
 from agentscore.scorers._claims import checked_output, scaled_threshold
@@ -68,6 +66,8 @@ def create_json_schema_scorer(
     first problem. No judge request."""
     if not isinstance(schema, Mapping):
         raise ConfigurationError("schema must be a JSON schema object (a mapping)")
+    import jsonschema  # on first use: see tool_calls._problem
+
     try:
         jsonschema.Draft202012Validator.check_schema(schema)
     except jsonschema.SchemaError as exc:

@@ -9,8 +9,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import jsonschema
-
 from agentscore.claims import prompts
 from agentscore.claims.protocol import ItemVerdicts, Task, ToolChoicePayload, Verdict
 from agentscore.errors import ConfigurationError, MissingInputError
@@ -184,6 +182,10 @@ def _problem(call: ToolCall, known: Mapping[str, dict[str, Any]]) -> str | None:
         return "arguments are not valid JSON"
     if not isinstance(arguments, dict):
         return "arguments are not a JSON object"
+    # Imported on first use: jsonschema brings some 4,000 objects that every full garbage
+    # collection of the host process would walk, whether or not it checks tool calls.
+    import jsonschema
+
     error = jsonschema.exceptions.best_match(
         jsonschema.Draft202012Validator(schema).iter_errors(arguments)
     )
