@@ -482,7 +482,7 @@ def _gap(claim: Parsed, alignment: _Alignment, context: Prepared) -> str | None:
         named = _surface(claim.text, sorted(claim.names))
         return f"the context says this about something other than {named}"
     # Every word of a multi-word name may occur and the name still be made up.
-    broken = sorted(claim.name_pairs - context.pairs)
+    broken = sorted(pair for pair in claim.name_pairs if pair not in context.pairs)
     if broken:
         return f"the name '{_surface(claim.text, list(broken[0]), ' ')}' does not occur as such"
     borrowed = _borrowed(claim, alignment, context)
@@ -491,7 +491,7 @@ def _gap(claim: Parsed, alignment: _Alignment, context: Prepared) -> str | None:
     judged = sorted(_judgements(claim.text) - known)
     if judged:
         return f"the judgement '{_surface(claim.text, judged[:1])}' is not stated"
-    universal = sorted(universals(claim.text) - context.universals)
+    universal = sorted(u for u in universals(claim.text) if u not in context.universals)
     if universal:
         return f"'{universal[0]}' claims more than the context states"
     subject = _subject(claim)

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from agentscore.judges._grounding_lexicon import KEY_WORDS
-from agentscore.judges._grounding_text import split_sentences
+from agentscore.judges._grounding_text import SENTENCE_ENDS, split_sentences
 
 __all__ = [
     "MAX_PATH_KEYS",
@@ -128,10 +128,10 @@ class _Paths:
     def __init__(self) -> None:
         self.keys: list[tuple[str, ...]] = [()]
         self.lines: list[str] = [""]
-        self._children: dict[tuple[int, str], int] = {}
+        self.children: dict[tuple[int, str], int] = {}
 
     def child(self, parent: int, key: str) -> int:
-        found = self._children.get((parent, key))
+        found = self.children.get((parent, key))
         if found is None:
             name = _key_words(key)
             keys = self.keys[parent]
@@ -139,7 +139,7 @@ class _Paths:
                 keys = (*keys, name)
             elif name:
                 keys = (*keys[:_OUTER_KEYS], *keys[_OUTER_KEYS + 1 :], name)
-            found = self._children[(parent, key)] = len(self.keys)
+            found = self.children[(parent, key)] = len(self.keys)
             self.keys.append(keys)
             self.lines.append(" ".join(keys))
         return found
@@ -162,22 +162,30 @@ def walk(
     else:
         frames.append((enumerate(data), 0, root, None, False))
     lines = paths.lines
+    children_of = paths.children
     while frames:
         children, path, owner, step, keyed = frames[-1]
         for key, child in children:
             if keyed:
-                at, reached = paths.child(path, key), key
+                reached = key
+                at = children_of.get((path, key))
+                if at is None:
+                    at = paths.child(path, key)
             else:
                 at, reached = path, (step, key)
-            if isinstance(child, dict):
+            kind = type(child)
+            if kind is str:
+                if SENTENCE_ENDS.isdisjoint(child):  # one sentence (split_sentences, inlined)
+                    yield lines[at], child.strip() or child, owner, reached
+                else:
+                    for sentence in split_sentences(child) or [child]:
+                        yield lines[at], sentence, owner, reached
+            elif kind is dict:
                 frames.append((iter(child.items()), at, objects.open(owner, reached), None, True))
                 break
-            if isinstance(child, list):
+            elif kind is list:
                 frames.append((enumerate(child), at, owner, reached, False))
                 break
-            if isinstance(child, str):
-                for sentence in split_sentences(child) or [child]:
-                    yield lines[at], sentence, owner, reached
             else:  # a number, a boolean or null: one word, no sentence end
                 yield lines[at], "none" if child is None else str(child), owner, reached
         else:

@@ -61,12 +61,12 @@ class Lines:
                 self._read(n, walk(data, self.objects))
 
     def _read(self, n: int, lines: Iterable[tuple[str, str, int, Step]]) -> None:
-        texts = self.texts
-        copies = self.copies
-        window = self._window
+        texts, copies, fields, window = self.texts, self.copies, self.fields, self._window
         objects = self.objects
-        # The objects still open, innermost last, with their sentences by text.
+        # The objects still open, innermost last, each with its sentences by text.
         open_objects: list[tuple[int, dict[int, int]]] = []
+        owner_now = -2  # the owner of the last line read, and its sentences by text
+        sentences: dict[int, int] = {}
         read = 0
         for path, sentence, owner, step in lines:
             line = f"{path} {sentence}".strip() if path else sentence.strip()
@@ -77,17 +77,14 @@ class Lines:
                 text = self._text(line, path, sentence)
             if text < 0:
                 continue
-            if owner >= 0 and self.fields[text] is None:
-                self.fields[text] = (owner, step, sentence)
-            while (
-                open_objects
-                and open_objects[-1][0] != owner
-                and objects.closed(open_objects[-1][0])
-            ):
-                open_objects.pop()
-            if not open_objects or open_objects[-1][0] != owner:
-                open_objects.append((owner, {}))
-            sentences = open_objects[-1][1]
+            if owner != owner_now:
+                while open_objects and objects.closed(open_objects[-1][0]):
+                    open_objects.pop()  # an object is done once its sentences are all read
+                if not open_objects or open_objects[-1][0] != owner:
+                    open_objects.append((owner, {}))
+                owner_now, sentences = open_objects[-1]
+            if owner >= 0 and fields[text] is None:
+                fields[text] = (owner, step, sentence)
             at = sentences.get(text)
             if at is None:
                 at = sentences[text] = self._sentence(text, owner, n)

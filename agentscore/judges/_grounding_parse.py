@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import pairwise
 
 from agentscore.judges._grounding_lexicon import (
@@ -90,17 +91,22 @@ def parse(text: str) -> Parsed:
     )
 
 
-def scan(text: str) -> tuple[tuple[str, ...], frozenset[str]]:
+def scan(text: str) -> tuple[list[str], frozenset[str]]:
     """The terms (in text order) and names `parse` finds in `text`, at a fraction of its
     cost: what every line of a context contributes to the set-wide facts."""
     expanded = _expand_abbreviations(text)
     if expanded.islower():  # no capital, so no name, and the tokens need no spans
-        tokens = words(expanded)
-        return _terms([canon(t) for t in tokens], [t.lower() for t in tokens]), frozenset()
+        return [term for token in words(expanded) if (term := _term(token))], frozenset()
     spans = word_spans(expanded)
     lowered = [token.lower() for token, _ in spans]
     stems = [canon(token) for token, _ in spans]
-    return _terms(stems, lowered), _names(spans, lowered, stems)[0]
+    return list(_terms(stems, lowered)), _names(spans, lowered, stems)[0]
+
+
+@lru_cache(maxsize=65536)  # the words of a tool result repeat
+def _term(token: str) -> str | None:
+    stem = canon(token)
+    return stem if token.lower() not in _NOT_TERMS and stem not in _FRAMING else None
 
 
 def word_pairs(text: str) -> Iterator[tuple[str, str]]:
