@@ -131,7 +131,7 @@ class _Alignment:
     unmatched: float  # claim content (numbers weigh NUMBER_WEIGHT words) not in the context
     total: float  # all claim content, same weighting
     best_overlap: float  # share of claim words (not numbers) found in the best sentence
-    nearby: frozenset[str]  # terms of the best sentence, the NAME_WINDOW before it, its record
+    nearby: frozenset[str]  # terms of the best sentence, the one read before it, its record
     place: Place | None = None  # where the best sentence comes from
     record_terms: frozenset[str] = frozenset()  # terms of the best sentence's JSON record
     record: tuple[Parsed, ...] = ()  # the best sentence's JSON record, or the sentence alone

@@ -11,6 +11,7 @@ reads only the lines that share something with it.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import math
 import threading
@@ -21,13 +22,13 @@ from functools import cached_property
 from typing import Any, TypeVar
 
 from agentscore.judges._grounding_json import Record
-from agentscore.judges._grounding_lines import NAME_WINDOW, Lines
+from agentscore.judges._grounding_lines import Lines
 from agentscore.judges._grounding_numbers import Number
 from agentscore.judges._grounding_numindex import NumberIndex
 from agentscore.judges._grounding_parse import Parsed, parse, word_pairs
 from agentscore.judges._grounding_text import words
 
-__all__ = ["NAME_PREFIX", "NAME_WINDOW", "Place", "Prepared", "prepare", "universals"]
+__all__ = ["NAME_PREFIX", "Place", "Prepared", "prepare", "universals"]
 
 T = TypeVar("T")
 
@@ -160,12 +161,14 @@ class Prepared:
     def place(self, at: int) -> Place:
         lines = self._lines
         owner = lines.owner_of[at]
-        return lines.item_of[at], lines.objects.record(owner) if owner >= 0 else None
+        item = bisect.bisect_right(lines.item_starts, at) - 1
+        return item, lines.objects.record(owner) if owner >= 0 else None
 
     def before(self, at: int) -> tuple[int, ...]:
-        """The NAME_WINDOW sentences read just before sentence `at`'s first copy."""
-        window = self._lines.before[at * NAME_WINDOW : (at + 1) * NAME_WINDOW]
-        return tuple(i for i in window if i >= 0)
+        """The sentence read just before sentence `at`'s first copy, if any: a fact's
+        sentence or this one must mention the claim's names (where "It" is introduced)."""
+        found = self._lines.before[at]
+        return (found,) if found >= 0 else ()
 
     def remember(self, key: str, compute: Callable[[], T]) -> T:
         """What the engine derived about `key` (a claim) from this context, computed once."""
@@ -188,7 +191,7 @@ class Prepared:
             return (at,), self.sentence(at).terms
         found = self._records.get(owner)
         if found is None:
-            span = range(lines.object_first[owner], lines.object_last[owner] + 1)
+            span = range(lines.object_first[owner], lines.object_end[owner])
             ids = tuple(i for i in span if lines.owner_of[i] == owner)
             terms = frozenset().union(*(self.sentence(i).terms for i in ids))
             found = self._records[owner] = (ids, terms)

@@ -128,21 +128,25 @@ class _Paths:
     def __init__(self) -> None:
         self.keys: list[tuple[str, ...]] = [()]
         self.lines: list[str] = [""]
-        self.children: dict[tuple[int, str], int] = {}
+        self.children: list[dict[str, int]] = [{}]  # per path: its children's, by key
 
     def child(self, parent: int, key: str) -> int:
-        found = self.children.get((parent, key))
-        if found is None:
-            name = _key_words(key)
-            keys = self.keys[parent]
-            if name and len(keys) < MAX_PATH_KEYS:
-                keys = (*keys, name)
-            elif name:
-                keys = (*keys[:_OUTER_KEYS], *keys[_OUTER_KEYS + 1 :], name)
-            found = self.children[(parent, key)] = len(self.keys)
-            self.keys.append(keys)
-            self.lines.append(" ".join(keys))
+        name = _key_words(key)
+        keys = self.keys[parent]
+        if name and len(keys) < MAX_PATH_KEYS:
+            keys = (*keys, name)
+        elif name:
+            keys = (*keys[:_OUTER_KEYS], *keys[_OUTER_KEYS + 1 :], name)
+        found = self.children[parent][key] = len(self.keys)
+        self.keys.append(keys)
+        self.lines.append(" ".join(keys))
+        self.children.append({})
         return found
+
+
+# A container being walked: (its children, its path, its children's paths when they are keyed
+# (an object), the object holding it, the step reaching it when it is a list).
+_Frame = tuple[Iterator[tuple[Any, Any]], int, dict[str, int] | None, int, Step]
 
 
 def walk(
@@ -154,21 +158,19 @@ def walk(
     claim aligned with the other), the object holding it and how it is reached from there.
     Opens and closes `objects` as it passes them; the item's root is opened first."""
     paths = _Paths()
-    root = objects.open(-1, None)
-    # Frames: (children, path, owner, step of the list, whether the children are keyed).
-    frames: list[tuple[Iterator[tuple[Any, Any]], int, int, Step, bool]] = []
-    if isinstance(data, dict):
-        frames.append((iter(data.items()), 0, objects.open(root, None), None, True))
-    else:
-        frames.append((enumerate(data), 0, root, None, False))
     lines = paths.lines
-    children_of = paths.children
+    root = objects.open(-1, None)
+    frames: list[_Frame] = []
+    if isinstance(data, dict):
+        frames.append((iter(data.items()), 0, paths.children[0], objects.open(root, None), None))
+    else:
+        frames.append((enumerate(data), 0, None, root, None))
     while frames:
-        children, path, owner, step, keyed = frames[-1]
+        children, path, kids, owner, step = frames[-1]
         for key, child in children:
-            if keyed:
+            if kids is not None:
                 reached = key
-                at = children_of.get((path, key))
+                at = kids.get(key)
                 if at is None:
                     at = paths.child(path, key)
             else:
@@ -181,16 +183,17 @@ def walk(
                     for sentence in split_sentences(child) or [child]:
                         yield lines[at], sentence, owner, reached
             elif kind is dict:
-                frames.append((iter(child.items()), at, objects.open(owner, reached), None, True))
+                number = objects.open(owner, reached)
+                frames.append((iter(child.items()), at, paths.children[at], number, None))
                 break
             elif kind is list:
-                frames.append((enumerate(child), at, owner, reached, False))
+                frames.append((enumerate(child), at, None, owner, reached))
                 break
             else:  # a number, a boolean or null: one word, no sentence end
                 yield lines[at], "none" if child is None else str(child), owner, reached
         else:
             frames.pop()
-            if keyed:
+            if kids is not None:
                 objects.close(owner)
     objects.close(root)
 

@@ -9,7 +9,6 @@ claim reaches the line; see `Prepared`.
 from __future__ import annotations
 
 from array import array
-from collections import deque
 from collections.abc import Iterable, Sequence
 
 from agentscore.judges._grounding_json import Objects, Step, read_json, walk
@@ -17,11 +16,7 @@ from agentscore.judges._grounding_numbers import Number, line_numbers
 from agentscore.judges._grounding_parse import is_question, scan
 from agentscore.judges._grounding_text import split_sentences
 
-__all__ = ["NAME_WINDOW", "Lines"]
-
-# A fact's sentence, or the sentences just before it (where "It" / "He" is introduced), must
-# mention one of the claim's names for the fact to be about them.
-NAME_WINDOW = 1
+__all__ = ["Lines"]
 
 _PROSE = -1  # the owner of a prose sentence: no JSON object
 
@@ -46,27 +41,30 @@ class Lines:
         # Per sentence.
         self.text_of = array("q")
         self.owner_of = array("q")  # its JSON object, or _PROSE
-        self.item_of = array("q")
-        self.before = array("q")  # NAME_WINDOW sentences read just before it, -1 padded
-        # Per JSON object: its first and last sentence.
+        # The sentence read just before its first copy (where "It" / "He" is introduced).
+        self.before = array("q")
+        self.item_starts: list[int] = []  # per item, its first sentence
+        # Per JSON object with sentences: the first, and a bound past the last.
         self.object_first = array("q")
-        self.object_last = array("q")
+        self.object_end = array("q")
         self.total = 0  # lines read, copies included
-        self._window: deque[int] = deque([-1] * NAME_WINDOW, maxlen=NAME_WINDOW)
-        for n, item in enumerate(context):
+        self._last = -1  # the sentence of the last line read
+        for item in context:
+            self.item_starts.append(len(self.text_of))
             data = read_json(item)
             if data is None:
-                self._read(n, (("", s, _PROSE, None) for s in split_sentences(item)))
+                self._read(("", s, _PROSE, None) for s in split_sentences(item))
             else:
-                self._read(n, walk(data, self.objects))
+                self._read(walk(data, self.objects))
 
-    def _read(self, n: int, lines: Iterable[tuple[str, str, int, Step]]) -> None:
-        texts, copies, fields, window = self.texts, self.copies, self.fields, self._window
-        objects = self.objects
+    def _read(self, lines: Iterable[tuple[str, str, int, Step]]) -> None:
+        texts, copies, fields = self.texts, self.copies, self.fields
+        text_of, owner_of, before, spread = self.text_of, self.owner_of, self.before, self.spread
         # The objects still open, innermost last, each with its sentences by text.
         open_objects: list[tuple[int, dict[int, int]]] = []
         owner_now = -2  # the owner of the last line read, and its sentences by text
         sentences: dict[int, int] = {}
+        last = self._last
         read = 0
         for path, sentence, owner, step in lines:
             line = f"{path} {sentence}".strip() if path else sentence.strip()
@@ -78,20 +76,42 @@ class Lines:
             if text < 0:
                 continue
             if owner != owner_now:
-                while open_objects and objects.closed(open_objects[-1][0]):
-                    open_objects.pop()  # an object is done once its sentences are all read
-                if not open_objects or open_objects[-1][0] != owner:
-                    open_objects.append((owner, {}))
-                owner_now, sentences = open_objects[-1]
+                owner_now, sentences = self._enter(open_objects, owner)
             if owner >= 0 and fields[text] is None:
                 fields[text] = (owner, step, sentence)
             at = sentences.get(text)
             if at is None:
-                at = sentences[text] = self._sentence(text, owner, n)
+                at = sentences[text] = len(text_of)
+                text_of.append(text)
+                owner_of.append(owner)
+                before.append(last)
+                spread[text] += 1
             copies[text] += 1
-            window.append(at)
+            last = at
             read += 1
+        self._last = last
         self.total += read
+        for owner, _ in open_objects:
+            if owner >= 0:
+                self.object_end[owner] = len(text_of)
+
+    def _enter(
+        self, open_objects: list[tuple[int, dict[int, int]]], owner: int
+    ) -> tuple[int, dict[int, int]]:
+        """The sentences by text of `owner`, whose line is read next."""
+        objects = self.objects
+        while open_objects and objects.closed(open_objects[-1][0]):
+            # An object is done once the walk closes it: its sentences are all read.
+            self.object_end[open_objects.pop()[0]] = len(self.text_of)
+        if not open_objects or open_objects[-1][0] != owner:
+            open_objects.append((owner, {}))
+            if owner >= 0:
+                missing = owner + 1 - len(self.object_first)
+                if missing > 0:
+                    self.object_first.extend([-1] * missing)
+                    self.object_end.extend([-1] * missing)
+                self.object_first[owner] = len(self.text_of)
+        return open_objects[-1]
 
     def _text(self, line: str, path: str, sentence: str) -> int:
         if is_question(line):
@@ -110,20 +130,3 @@ class Lines:
         self.first.append(len(self.text_of))
         self.fields.append(None)
         return text
-
-    def _sentence(self, text: int, owner: int, n: int) -> int:
-        at = len(self.text_of)
-        self.text_of.append(text)
-        self.owner_of.append(owner)
-        self.item_of.append(n)
-        self.before.extend(self._window)
-        self.spread[text] += 1
-        if owner >= 0:
-            missing = owner + 1 - len(self.object_first)
-            if missing > 0:
-                self.object_first.extend([-1] * missing)
-                self.object_last.extend([-1] * missing)
-            if self.object_first[owner] < 0:
-                self.object_first[owner] = at
-            self.object_last[owner] = at
-        return at
