@@ -16,7 +16,7 @@ import hashlib
 import math
 import threading
 from array import array
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from functools import cached_property
 from typing import Any, TypeVar
@@ -68,7 +68,8 @@ class Prepared:
 
     def __init__(self, context: Sequence[str]) -> None:
         lines = self._lines = Lines(context)
-        self.total = lines.total
+        # Lines read, copies included: each sentence once, and the repeats.
+        self.total = len(lines.text_of) + sum(lines.repeats.values())
         self.vocabulary = frozenset(lines.by_term)
         self.prefixes = frozenset(t[:NAME_PREFIX] for t in self.vocabulary if len(t) >= NAME_PREFIX)
         self.names = frozenset(lines.names)
@@ -89,17 +90,22 @@ class Prepared:
         return frozenset(universals("\n".join(self._lines.lines)))
 
     @cached_property
+    def _spread(self) -> Counter[int]:
+        """Per text, the sentences holding it."""
+        return Counter(self._lines.text_of)
+
+    @cached_property
     def number_count(self) -> int:
         """How many numbers the sentences hold, a repeated sentence's each time."""
-        lines = self._lines
-        return sum(len(numbers) * lines.spread[t] for t, numbers in enumerate(lines.numbers))
+        spread = self._spread
+        return sum(len(numbers) * spread[t] for t, numbers in enumerate(self._lines.numbers))
 
     @cached_property
     def numbers(self) -> tuple[Number, ...]:
         """Every number in the context (what a computed number may be made of)."""
-        lines = self._lines
+        spread = self._spread
         return tuple(
-            n for t, numbers in enumerate(lines.numbers) for n in numbers * lines.spread[t]
+            n for t, numbers in enumerate(self._lines.numbers) for n in numbers * spread[t]
         )
 
     @cached_property
@@ -127,8 +133,9 @@ class Prepared:
     @cached_property
     def _starts(self) -> array[int]:
         starts = array("q", [0])
-        for spread in self._lines.spread:
-            starts.append(starts[-1] + spread)
+        spread = self._spread
+        for text in range(len(self._lines.lines)):
+            starts.append(starts[-1] + spread[text])
         return starts
 
     @cached_property
@@ -145,8 +152,9 @@ class Prepared:
         weight = self._idf.get(term)
         if weight is None:
             texts = self.texts(term)
-            copies = self._lines.copies
-            weight = math.log(1 + self.total / sum(copies[t] for t in texts)) if texts else 0.0
+            spread, repeats = self._spread, self._lines.repeats
+            copies = sum(spread[t] + repeats.get(t, 0) for t in texts)
+            weight = math.log(1 + self.total / copies) if texts else 0.0
             self._idf[term] = weight
         return weight
 
@@ -202,11 +210,11 @@ class Prepared:
         as a reader finds it in the tool result; None when no JSON item holds it."""
         lines = self._lines
         number = lines.texts.get(text, -1)
-        leaf = lines.fields[number] if number >= 0 else None
-        if leaf is None:
+        owner = lines.field_owner[number] if number >= 0 else -1
+        if owner < 0:
             return None
-        owner, step, sentence = leaf
-        keys = lines.objects.field(owner, step)
+        sentence = lines.field_value[number]
+        keys = lines.objects.field(owner, lines.field_step[number])
         return f"{keys}: {sentence}" if keys else sentence
 
 

@@ -34,10 +34,14 @@ class Lines:
         self.numbers: list[tuple[Number, ...]] = []
         self.by_term: dict[str, list[int]] = {}  # term -> the texts holding it, in order
         self.names: set[str] = set()  # stems of the proper-noun candidates
-        self.copies = array("q")  # lines read with the text
-        self.spread = array("q")  # sentences holding it
+        # Its lines read beyond one per sentence holding it (a line repeated in one place).
+        self.repeats: dict[int, int] = {}
         self.first = array("q")  # its first sentence
-        self.fields: list[tuple[int, Step, str] | None] = []  # its first JSON leaf, to quote
+        # Its first JSON leaf, to quote: the object holding it (-1: none), its step, its value.
+        self.field_owner = array("q")
+        self.field_step: list[Step] = []
+        self.field_value: list[str] = []
+        self._unquoted: set[int] = set()  # texts read in prose so far, never in JSON
         # Per sentence.
         self.text_of = array("q")
         self.owner_of = array("q")  # its JSON object, or _PROSE
@@ -47,7 +51,6 @@ class Lines:
         # Per JSON object with sentences: the first, and a bound past the last.
         self.object_first = array("q")
         self.object_end = array("q")
-        self.total = 0  # lines read, copies included
         self._last = -1  # the sentence of the last line read
         for item in context:
             self.item_starts.append(len(self.text_of))
@@ -58,14 +61,13 @@ class Lines:
                 self._read(walk(data, self.objects))
 
     def _read(self, lines: Iterable[tuple[str, str, int, Step]]) -> None:
-        texts, copies, fields = self.texts, self.copies, self.fields
-        text_of, owner_of, before, spread = self.text_of, self.owner_of, self.before, self.spread
+        texts, repeats, unquoted = self.texts, self.repeats, self._unquoted
+        text_of, owner_of, before = self.text_of, self.owner_of, self.before
         # The objects still open, innermost last, each with its sentences by text.
         open_objects: list[tuple[int, dict[int, int]]] = []
         owner_now = -2  # the owner of the last line read, and its sentences by text
         sentences: dict[int, int] = {}
         last = self._last
-        read = 0
         for path, sentence, owner, step in lines:
             line = f"{path} {sentence}".strip() if path else sentence.strip()
             if not line:
@@ -73,24 +75,32 @@ class Lines:
             text = texts.get(line)
             if text is None:
                 text = self._text(line, path, sentence)
-            if text < 0:
+                if text < 0:
+                    continue
+                self.field_owner.append(owner)
+                self.field_step.append(step)
+                self.field_value.append(sentence)
+                if owner < 0:
+                    unquoted.add(text)
+            elif text < 0:
                 continue
+            elif unquoted and owner >= 0 and text in unquoted:
+                unquoted.discard(text)
+                self.field_owner[text] = owner
+                self.field_step[text] = step
+                self.field_value[text] = sentence
             if owner != owner_now:
                 owner_now, sentences = self._enter(open_objects, owner)
-            if owner >= 0 and fields[text] is None:
-                fields[text] = (owner, step, sentence)
             at = sentences.get(text)
             if at is None:
                 at = sentences[text] = len(text_of)
                 text_of.append(text)
                 owner_of.append(owner)
                 before.append(last)
-                spread[text] += 1
-            copies[text] += 1
+            else:
+                repeats[text] = repeats.get(text, 0) + 1
             last = at
-            read += 1
         self._last = last
-        self.total += read
         for owner, _ in open_objects:
             if owner >= 0:
                 self.object_end[owner] = len(text_of)
@@ -125,8 +135,5 @@ class Lines:
         if names:
             self.names.update(names)
         self.numbers.append(tuple(line_numbers(path, sentence, line)))
-        self.copies.append(0)
-        self.spread.append(0)
         self.first.append(len(self.text_of))
-        self.fields.append(None)
         return text
