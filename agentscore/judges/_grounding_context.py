@@ -87,6 +87,7 @@ class Prepared:
 
     @cached_property
     def universals(self) -> frozenset[str]:
+        """The universals the context states (no word spans the newlines joining its lines)."""
         return frozenset(universals("\n".join(self._lines.lines)))
 
     @cached_property
