@@ -10,6 +10,7 @@ from agentscore.judges import LocalJudge, OpenAIJudge
 from agentscore.judges import _grounding_context as prepared_contexts
 from agentscore.judges._grounding import check_claims
 from agentscore.judges._grounding_context import Prepared, prepare
+from agentscore.judges._grounding_parse import Parsed
 from agentscore.result import ScoreStatus
 from agentscore.run import ScorerRun
 from agentscore.scorers import create_faithfulness_scorer, create_hallucination_scorer
@@ -86,6 +87,36 @@ async def test_faithfulness_and_hallucination_on_one_run_prepare_its_context_onc
     assert len(made) == 2
 
 
+def parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The lines the prepared context parses in full."""
+    parsed: list[str] = []
+    original = prepared_contexts.parse
+
+    def counting(text: str) -> Parsed:
+        parsed.append(text)
+        return original(text)
+
+    monkeypatch.setattr(prepared_contexts, "parse", counting)
+    return parsed
+
+
+async def test_only_the_lines_a_claim_reaches_are_parsed_and_the_second_scorer_parses_none(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    parsed = parses(monkeypatch)
+    run = agent_run(orders(2_000), "Order 1001 was delivered to Porto. Order 1002 was shipped.")
+    judge = LocalJudge()
+    faithful = await create_faithfulness_scorer(judge).run(run)
+    # The best line of each claim and its record's four lines: not the 8,000 lines read.
+    assert 0 < len(parsed) <= 10
+    assert any("order id 1001" in line for line in parsed)
+    assert not any("order id 1500" in line for line in parsed)
+    first = len(parsed)
+    hallucinated = await create_hallucination_scorer(judge).run(run)
+    assert len(parsed) == first  # the alignments and parsed lines are the first scorer's
+    assert (faithful.score, hallucinated.score) == (0.5, 0.5)
+
+
 def test_a_shared_preparation_gives_the_verdicts_of_a_fresh_one() -> None:
     context = [orders(30), "Order 1003 left the Lyon depot on Monday. It is insured."]
     claims = [
@@ -117,19 +148,29 @@ def test_the_cache_is_bounded_in_entries_and_characters(monkeypatch: pytest.Monk
     assert prepared_contexts._cached_chars == sum(s for _, s in prepared_contexts._cache.values())
 
 
-async def test_a_one_megabyte_tool_result_is_scored_by_the_local_judge() -> None:
-    result = orders(14_000)
-    assert len(result) > 1_000_000
+async def test_a_one_megabyte_tool_result_is_scored_by_both_scorers_from_one_reading(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    made = preparations(monkeypatch)
+    parsed = parses(monkeypatch)
+    result = orders(28_000)
+    assert len(result) > 2_000_000
     answer = (
-        "Order 14999 was delivered to Porto. Order 14997 was delivered. "
-        "Order 1000 was shipped to Lyon."
+        "Order 28997 was delivered to Porto. Order 28998 was delivered. "
+        "Order 1000 was shipped to Lyon. Every order ships free."
     )
     run = agent_run(result, answer)
-    faithful = await create_faithfulness_scorer(LocalJudge()).run(run)
+    judge = LocalJudge()
+    faithful = await create_faithfulness_scorer(judge).run(run)
+    hallucinated = await create_hallucination_scorer(judge).run(run)
     assert faithful.status is ScoreStatus.SCORED, faithful.error
     verdicts = [v["verdict"] for v in faithful.analyze_step_result["verdicts"]]
-    assert verdicts == ["yes", "no", "yes"]  # 14997 is cancelled
-    assert faithful.score == round(2 / 3, 2)
+    assert verdicts == ["yes", "no", "yes", "unsure"]  # 28998 is cancelled; none ships free
+    assert faithful.score == 0.5 and hallucinated.score == 0.5
+    reason = faithful.analyze_step_result["verdicts"][1]["reason"]
+    assert "the context says 'cancelled'" in reason
+    assert "result.orders[27998].order_id: 28998" in reason  # quoted as the field it is read from
+    assert len(made) == 1 and len(parsed) <= 20  # of 112,000 lines
 
 
 async def test_an_llm_judge_still_refuses_a_context_its_prompt_cannot_hold() -> None:

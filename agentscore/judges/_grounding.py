@@ -22,7 +22,7 @@ from agentscore.judges._grounding_context import (
     universals,
 )
 from agentscore.judges._grounding_derived import MAX_OPERANDS, derivable, next_year
-from agentscore.judges._grounding_json import json_fields, related
+from agentscore.judges._grounding_json import related
 from agentscore.judges._grounding_lexicon import (
     COMPUTING,
     DETERMINERS,
@@ -102,26 +102,18 @@ def check_claims(
     prepared = prepare(context)
     checks = [_check(claim if isinstance(claim, str) else str(claim), prepared, mode)
               for claim in claims]  # fmt: skip
-    return _with_quotes(checks, context)
+    return _with_quotes(checks, prepared)
 
 
-def _with_quotes(checks: list[ClaimCheck], context: Sequence[str]) -> list[ClaimCheck]:
+def _with_quotes(checks: list[ClaimCheck], context: Prepared) -> list[ClaimCheck]:
     """Each reason ends with the evidence it rests on, readable alone: a tool result's line
     as its field and value (`result.eta: 2026-11-24`), prose as its sentence."""
-    wanted = {check.evidence for check in checks if check.evidence is not None}
-    if not wanted:
-        return checks
-    fields: dict[str, str] = {}
-    for item in context:
-        fields.update(
-            json_fields(item if isinstance(item, str) else str(item), wanted - fields.keys())
-        )
     quoted = []
     for check in checks:
         if check.evidence is None:
             quoted.append(check)
             continue
-        shown = fields.get(check.evidence, check.evidence)
+        shown = context.field(check.evidence) or check.evidence
         shown = shown if len(shown) <= _QUOTE else shown[: _QUOTE - 1] + "…"
         label = "relied on" if check.verdict != "unsure" else "closest sentence"
         reason = f'{check.reason} ({label}: "{shown}").'
@@ -139,7 +131,7 @@ class _Alignment:
     unmatched: float  # claim content (numbers weigh NUMBER_WEIGHT words) not in the context
     total: float  # all claim content, same weighting
     best_overlap: float  # share of claim words (not numbers) found in the best sentence
-    nearby: frozenset[str]  # terms of the best sentence, the NAME_WINDOW before it, its record
+    nearby: frozenset[str]  # terms of the best sentence, the one read before it, its record
     place: Place | None = None  # where the best sentence comes from
     record_terms: frozenset[str] = frozenset()  # terms of the best sentence's JSON record
     record: tuple[Parsed, ...] = ()  # the best sentence's JSON record, or the sentence alone
@@ -226,8 +218,9 @@ def _computed(
     unknown = [n for n in _strict_numbers(claim) if not _in_context(n, context)]
     if unknown and any(w.lower() in COMPUTING for w in words(claim.text)):
         return True  # "a total of 50,000", "averaging 25 points per game"
-    operands = context.numbers
-    if len(operands) > MAX_OPERANDS:
+    if context.number_count <= MAX_OPERANDS:
+        operands = context.numbers
+    else:
         operands = tuple(n for s in alignment.record for n in s.numbers)
     return any(test(n, operands) for n in unknown)
 
@@ -240,34 +233,36 @@ def _verdict(
 
 
 def _align(claim: Parsed, context: Prepared) -> _Alignment:
+    # Every copy of a text scores alike: the texts are scored, and the best one's first
+    # sentence is the evidence (texts are numbered in the order of their first sentences).
     scores: dict[int, float] = {}
     # In a fixed order: float sums depend on it, and a tie between two sentences must not be
     # broken by the process's string-hash seed.
     for term in sorted(claim.terms):
         weight = context.idf(term)
-        for i in context.postings(term):
-            scores[i] = scores.get(i, 0.0) + weight
+        for t in context.texts(term):
+            scores[t] = scores.get(t, 0.0) + weight
     for number in _strict_numbers(claim):
-        for i in _sentences_with(number, context):
-            scores[i] = scores.get(i, 0.0) + context.number_weight
+        for t in _texts_with(number, context):
+            scores[t] = scores.get(t, 0.0) + context.number_weight
     if not scores:
         return _Alignment(None, 0.0, 0.0, 0.0, frozenset())
-    at = min(scores, key=lambda i: (-scores[i], i))
-    best = context.sentences[at]
+    at = context.first(min(scores, key=lambda t: (-scores[t], t)))
+    best = context.sentence(at)
     unmatched, total = _unmatched(claim, context)
     # The fields of one JSON record are all about the same thing, in any order.
     members, record = context.record(at)
-    window = (*context.before[at], at)
-    nearby = record.union(*(context.sentences[i].terms for i in window))
+    window = (*context.before(at), at)
+    nearby = record.union(*(context.sentence(i).terms for i in window))
     return _Alignment(
         best,
         unmatched,
         total,
         _overlap(claim, best),
         nearby,
-        context.places[at],
+        context.place(at),
         record,
-        tuple(context.sentences[i] for i in members),
+        tuple(context.sentence(i) for i in members),
     )
 
 
@@ -487,7 +482,7 @@ def _gap(claim: Parsed, alignment: _Alignment, context: Prepared) -> str | None:
         named = _surface(claim.text, sorted(claim.names))
         return f"the context says this about something other than {named}"
     # Every word of a multi-word name may occur and the name still be made up.
-    broken = sorted(claim.name_pairs - context.pairs)
+    broken = sorted(pair for pair in claim.name_pairs if pair not in context.pairs)
     if broken:
         return f"the name '{_surface(claim.text, list(broken[0]), ' ')}' does not occur as such"
     borrowed = _borrowed(claim, alignment, context)
@@ -496,7 +491,7 @@ def _gap(claim: Parsed, alignment: _Alignment, context: Prepared) -> str | None:
     judged = sorted(_judgements(claim.text) - known)
     if judged:
         return f"the judgement '{_surface(claim.text, judged[:1])}' is not stated"
-    universal = sorted(universals(claim.text) - context.universals)
+    universal = sorted(u for u in universals(claim.text) if u not in context.universals)
     if universal:
         return f"'{universal[0]}' claims more than the context states"
     subject = _subject(claim)
@@ -599,8 +594,8 @@ def _borrowed(claim: Parsed, alignment: _Alignment, context: Prepared) -> list[s
     return sorted(
         term
         for term in claim.terms - alignment.record_terms
-        if (found := context.postings(term))
-        and all(_unrelated(alignment.place, context.places[i]) for i in found)
+        if context.texts(term)
+        and all(_unrelated(alignment.place, context.place(i)) for i in context.postings(term))
     )
 
 
@@ -652,8 +647,8 @@ def _too_little(alignment: _Alignment, claim: Parsed) -> bool:
     return alignment.unmatched > slack
 
 
-def _sentences_with(number: Number, context: Prepared) -> set[int]:
-    """The sentences holding a number the claim's `number` restates."""
+def _texts_with(number: Number, context: Prepared) -> set[int]:
+    """The texts holding a number the claim's `number` restates."""
     return {i for n, i in context.number_index.candidates(number) if _same_number(number, n)}
 
 

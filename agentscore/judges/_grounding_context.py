@@ -11,21 +11,24 @@ reads only the lines that share something with it.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import math
 import threading
-from collections import OrderedDict, deque
-from collections.abc import Callable, Sequence
+from array import array
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Iterator, Sequence
 from functools import cached_property
 from typing import Any, TypeVar
 
-from agentscore.judges._grounding_json import Record, context_sentences
+from agentscore.judges._grounding_json import Record
+from agentscore.judges._grounding_lines import Lines
 from agentscore.judges._grounding_numbers import Number
 from agentscore.judges._grounding_numindex import NumberIndex
-from agentscore.judges._grounding_parse import Parsed, parse
+from agentscore.judges._grounding_parse import Parsed, parse, word_pairs
 from agentscore.judges._grounding_text import words
 
-__all__ = ["NAME_PREFIX", "NAME_WINDOW", "Place", "Prepared", "prepare", "universals"]
+__all__ = ["NAME_PREFIX", "Place", "Prepared", "prepare", "universals"]
 
 T = TypeVar("T")
 
@@ -34,9 +37,6 @@ Place = tuple[int, Record | None]
 
 # Names sharing their first letters are the same name ("Libya" / "Libyan").
 NAME_PREFIX = 5
-# A fact's sentence, or the sentences just before it (where "It" / "He" is introduced), must
-# mention one of the claim's names for the fact to be about them.
-NAME_WINDOW = 1
 
 # Prepared contexts kept for reuse: enough for the scorers of the runs in flight at once,
 # bounded by the characters of context they were prepared from (a prepared context takes
@@ -60,130 +60,124 @@ def universals(text: str) -> set[str]:
 
 
 class Prepared:
-    """Sentences (each distinct text once per place) with what the checks look up in them.
+    """A context's lines read once (see `Lines`), with what the checks look up in them.
 
-    Set-wide facts (vocabulary, word pairs, name prefixes, universals) come from the
-    distinct texts; per-term and per-record lookups are computed when first asked for.
+    Claims are aligned with texts (distinct lines), a sentence's full parse is made when a
+    claim reaches it, and per-term and per-record lookups are computed when first asked for.
     """
 
     def __init__(self, context: Sequence[str]) -> None:
-        # Lines repeat in JSON tool results ("orders status shipped" once per order): parse
-        # each distinct one once. A question asserts nothing, so it cannot support or
-        # contradict a claim.
-        texts: dict[str, int] = {}  # text -> its number among the distinct kept texts
-        parsed: list[Parsed] = []
-        questions: set[str] = set()
-        kept: list[tuple[int, Place]] = []
-        for n, item in enumerate(context):
-            places: dict[Record | None, Place] = {}  # one tuple per record, not per line
-            for sentence, record in context_sentences(item if isinstance(item, str) else str(item)):
-                at = texts.get(sentence)
-                if at is None:
-                    if sentence in questions:
-                        continue
-                    one = parse(sentence)
-                    if one.question:
-                        questions.add(sentence)
-                        continue
-                    at = texts[sentence] = len(parsed)
-                    parsed.append(one)
-                place = places.get(record)
-                if place is None:
-                    place = places[record] = (n, record)
-                kept.append((at, place))
-        self._texts = parsed
-        self._collapse(kept)
-        self.sentences = tuple(parsed[t] for t in self._text_of)
-        self.total = len(kept)
-        self.vocabulary: frozenset[str] = frozenset().union(*(p.terms for p in parsed))
-        self.pairs: frozenset[tuple[str, str]] = frozenset().union(*(p.pairs for p in parsed))
+        lines = self._lines = Lines(context)
+        # Lines read, copies included: each sentence once, and the repeats.
+        self.total = len(lines.text_of) + sum(lines.repeats.values())
+        self.vocabulary = frozenset(lines.by_term)
         self.prefixes = frozenset(t[:NAME_PREFIX] for t in self.vocabulary if len(t) >= NAME_PREFIX)
-        self.universals = frozenset().union(*(universals(p.text) for p in parsed))
-        # Stems of the context's proper-noun candidates.
-        self.names: frozenset[str] = frozenset().union(*(p.names for p in parsed))
+        self.names = frozenset(lines.names)
         # Alignment weight of a matched number: as rare as the rarest word.
         self.number_weight = math.log(1 + self.total) + 1
-        self._postings: dict[str, tuple[int, ...]] = {}
+        self._parsed: dict[int, Parsed] = {}
         self._idf: dict[str, float] = {}
-        self._records: dict[Place, tuple[tuple[int, ...], frozenset[str]]] = {}
+        self._records: dict[int, tuple[tuple[int, ...], frozenset[str]]] = {}
         self._remembered: dict[str, Any] = {}
 
-    def _collapse(self, kept: list[tuple[int, Place]]) -> None:
-        """Each sentence once per place, with its number of copies and the sentences before
-        its first copy. A line repeated in one record ("readings 0" 100,000 times) would
-        otherwise be aligned with every claim once per copy; the counts keep the IDF weights
-        as they were."""
-        first: dict[tuple[int, Place], int] = {}
-        text_of: list[int] = []
-        places: list[Place] = []
-        copies: list[int] = []
-        before: list[tuple[int, ...]] = []
-        recent: deque[int] = deque(maxlen=NAME_WINDOW)
-        for key in kept:
-            at = first.get(key)
-            if at is None:
-                at = first[key] = len(text_of)
-                text_of.append(key[0])
-                places.append(key[1])
-                copies.append(0)
-                before.append(tuple(recent))
-            copies[at] += 1
-            recent.append(at)
-        self._text_of = text_of
-        self.places = tuple(places)
-        self._copies = copies
-        self.before = tuple(before)
+    @cached_property
+    def pairs(self) -> frozenset[tuple[str, str]]:
+        """Every adjacent word pair of the context (a claim's multi-word names must occur)."""
+        return frozenset(pair for line in self._lines.lines for pair in word_pairs(line))
 
     @cached_property
-    def _by_text(self) -> list[list[int]]:
-        """Per distinct text, the sentences holding it, in order."""
-        out: list[list[int]] = [[] for _ in self._texts]
-        for i, text in enumerate(self._text_of):
-            out[text].append(i)
-        return out
+    def universals(self) -> frozenset[str]:
+        """The universals the context states (no word spans the newlines joining its lines)."""
+        return frozenset(universals("\n".join(self._lines.lines)))
 
     @cached_property
-    def _texts_by_term(self) -> dict[str, list[int]]:
-        out: dict[str, list[int]] = {}
-        for t, one in enumerate(self._texts):
-            for term in one.terms:
-                out.setdefault(term, []).append(t)
-        return out
+    def _spread(self) -> Counter[int]:
+        """Per text, the sentences holding it."""
+        return Counter(self._lines.text_of)
 
     @cached_property
-    def _members(self) -> dict[Place, list[int]]:
-        out: dict[Place, list[int]] = {}
-        for i, place in enumerate(self.places):
-            if place[1] is not None:
-                out.setdefault(place, []).append(i)
-        return out
+    def number_count(self) -> int:
+        """How many numbers the sentences hold, a repeated sentence's each time."""
+        spread = self._spread
+        return sum(len(numbers) * spread[t] for t, numbers in enumerate(self._lines.numbers))
 
     @cached_property
     def numbers(self) -> tuple[Number, ...]:
         """Every number in the context (what a computed number may be made of)."""
-        return tuple(n for s in self.sentences for n in s.numbers)
+        spread = self._spread
+        return tuple(
+            n for t, numbers in enumerate(self._lines.numbers) for n in numbers * spread[t]
+        )
 
     @cached_property
     def number_index(self) -> NumberIndex:
-        """Every number in the context, by value, with its sentence."""
-        return NumberIndex([(n, i) for i, s in enumerate(self.sentences) for n in s.numbers])
+        """Every number in the context, by value, with its text."""
+        return NumberIndex(
+            [(n, t) for t, numbers in enumerate(self._lines.numbers) for n in numbers]
+        )
 
-    def postings(self, term: str) -> tuple[int, ...]:
-        """The sentences whose terms include `term`, in order."""
-        found = self._postings.get(term)
-        if found is None:
-            by_text = self._by_text
-            ids = [i for t in self._texts_by_term.get(term, ()) for i in by_text[t]]
-            found = self._postings[term] = tuple(sorted(ids))
-        return found
+    def texts(self, term: str) -> list[int]:
+        """The texts whose terms include `term`, in order."""
+        return self._lines.by_term.get(term, [])
+
+    def first(self, text: int) -> int:
+        """The first sentence holding `text` (texts are numbered in the order of these)."""
+        return self._lines.first[text]
+
+    def postings(self, term: str) -> Iterator[int]:
+        """The sentences whose terms include `term`."""
+        by_text = self._by_text
+        starts = self._starts
+        for text in self.texts(term):
+            yield from by_text[starts[text] : starts[text + 1]]
+
+    @cached_property
+    def _starts(self) -> array[int]:
+        starts = array("q", [0])
+        spread = self._spread
+        for text in range(len(self._lines.lines)):
+            starts.append(starts[-1] + spread[text])
+        return starts
+
+    @cached_property
+    def _by_text(self) -> array[int]:
+        """The sentences grouped by text, each group in order (see `_starts`)."""
+        filled = array("q", self._starts)
+        out = array("q", bytes(8 * len(self._lines.text_of)))
+        for at, text in enumerate(self._lines.text_of):
+            out[filled[text]] = at
+            filled[text] += 1
+        return out
 
     def idf(self, term: str) -> float:
         weight = self._idf.get(term)
         if weight is None:
-            ids = self.postings(term)
-            weight = math.log(1 + self.total / sum(self._copies[i] for i in ids)) if ids else 0.0
+            texts = self.texts(term)
+            spread, repeats = self._spread, self._lines.repeats
+            copies = sum(spread[t] + repeats.get(t, 0) for t in texts)
+            weight = math.log(1 + self.total / copies) if texts else 0.0
             self._idf[term] = weight
         return weight
+
+    def sentence(self, at: int) -> Parsed:
+        """Sentence `at`, parsed when first asked for (once per text)."""
+        text = self._lines.text_of[at]
+        found = self._parsed.get(text)
+        if found is None:
+            found = self._parsed[text] = parse(self._lines.lines[text])
+        return found
+
+    def place(self, at: int) -> Place:
+        lines = self._lines
+        owner = lines.owner_of[at]
+        item = bisect.bisect_right(lines.item_starts, at) - 1
+        return item, lines.objects.record(owner) if owner >= 0 else None
+
+    def before(self, at: int) -> tuple[int, ...]:
+        """The sentence read just before sentence `at`'s first copy, if any: a fact's
+        sentence or this one must mention the claim's names (where "It" is introduced)."""
+        found = self._lines.before[at]
+        return (found,) if found >= 0 else ()
 
     def remember(self, key: str, compute: Callable[[], T]) -> T:
         """What the engine derived about `key` (a claim) from this context, computed once."""
@@ -200,15 +194,29 @@ class Prepared:
     def record(self, at: int) -> tuple[tuple[int, ...], frozenset[str]]:
         """The sentences of sentence `at`'s JSON record (itself alone in prose) and their
         terms; one tuple and one set per record, shared by its sentences."""
-        place = self.places[at]
-        if place[1] is None:
-            return (at,), self.sentences[at].terms
-        found = self._records.get(place)
+        lines = self._lines
+        owner = lines.owner_of[at]
+        if owner < 0:
+            return (at,), self.sentence(at).terms
+        found = self._records.get(owner)
         if found is None:
-            ids = tuple(self._members[place])
-            terms = frozenset().union(*(self.sentences[i].terms for i in ids))
-            found = self._records[place] = (ids, terms)
+            span = range(lines.object_first[owner], lines.object_end[owner])
+            ids = tuple(i for i in span if lines.owner_of[i] == owner)
+            terms = frozenset().union(*(self.sentence(i).terms for i in ids))
+            found = self._records[owner] = (ids, terms)
         return found
+
+    def field(self, text: str) -> str | None:
+        """`text` as the field and value of its first JSON leaf (`result.eta: 2026-11-24`),
+        as a reader finds it in the tool result; None when no JSON item holds it."""
+        lines = self._lines
+        number = lines.texts.get(text, -1)
+        owner = lines.field_owner[number] if number >= 0 else -1
+        if owner < 0:
+            return None
+        sentence = lines.field_value[number]
+        keys = lines.objects.field(owner, lines.field_step[number])
+        return f"{keys}: {sentence}" if keys else sentence
 
 
 _cache: OrderedDict[bytes, tuple[Prepared, int]] = OrderedDict()

@@ -4,13 +4,14 @@ money, ranges and dates, each with a rough unit so that only like quantities are
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
 from agentscore.judges._grounding_lexicon import STOPWORDS
 from agentscore.judges._grounding_text import canon, words
 
-__all__ = ["NUMBER_WORDS", "Number", "extract_numbers"]
+__all__ = ["NUMBER_WORDS", "Number", "extract_numbers", "line_numbers"]
 
 _UNITS = {
     "zero": 0, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
@@ -118,6 +119,37 @@ def extract_numbers(text: str) -> list[Number]:
             found.append((match.start(), match.end(), spelled))
     found.sort(key=lambda item: item[0])
     return [_with_unit(text, end, number) for _, end, number in found]
+
+
+def line_numbers(path: str, value: str, line: str) -> list[Number]:
+    """`extract_numbers(line)` for a JSON line (`line` is `f"{path} {value}"` stripped),
+    without the patterns when the value is plain digits ("1042", "12.5") after a path that
+    cannot touch them: most leaves of a large tool result."""
+    if _PLAIN.fullmatch(value) and _inert(path):
+        decimals = len(value) - value.index(".") - 1 if "." in value else 0
+        number = float(value)
+        year = not decimals and len(value) == 4 and 1000 <= number <= 2100
+        return [Number(number, "year" if year else "num", False, decimals)]
+    return extract_numbers(line)
+
+
+_PLAIN = re.compile(r"\d+(?:\.\d+)?")
+_WORDS = re.compile(r"[A-Za-z]+(?: [A-Za-z]+)*")
+
+
+@functools.lru_cache(maxsize=4096)  # a tool result repeats a few paths
+def _inert(path: str) -> bool:
+    """Nothing in `path` changes the numbers of digits after it: letters only (no digit,
+    currency or range sign), no number of its own ("first name"), no hedge just before the
+    value ("estimated 40"), and no capitalised last word that could be a month ("March 3")."""
+    if not path:
+        return True
+    return (
+        _WORDS.fullmatch(path) is not None
+        and not path.rsplit(" ", 1)[-1][:1].isupper()
+        and not extract_numbers(path)
+        and _HEDGE_BEFORE.search(path + " ") is None
+    )
 
 
 def _overlaps(start: int, end: int, spans: list[tuple[int, int]]) -> bool:

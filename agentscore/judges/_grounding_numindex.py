@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Iterator, Sequence
+from operator import itemgetter
 
 from agentscore.judges._grounding_numbers import Number
 
@@ -28,7 +29,11 @@ Entry = tuple[Number, int]  # a context number and its sentence
 
 class NumberIndex:
     def __init__(self, entries: Sequence[Entry]) -> None:
-        plain = sorted((e for e in entries if _plain(e[0])), key=lambda e: (e[0].value, e[1]))
+        # By value, then sentence: two stable sorts on plain keys, no key tuple per entry (a
+        # large tool result has one per line, and each is garbage to collect).
+        plain = [e for e in entries if _plain(e[0])]
+        plain.sort(key=itemgetter(1))
+        plain.sort(key=_value)
         self._values = [number.value for number, _ in plain]
         self._plain = plain
         self._by_day: dict[int, list[Entry]] = {}
@@ -63,6 +68,10 @@ class NumberIndex:
         start = bisect.bisect_left(self._values, value - radius)
         end = bisect.bisect_right(self._values, value + radius)
         yield from self._plain[start:end]
+
+
+def _value(entry: Entry) -> float:
+    return entry[0].value
 
 
 def _plain(number: Number) -> bool:

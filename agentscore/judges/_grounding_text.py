@@ -17,6 +17,7 @@ from agentscore.judges._grounding_lexicon import (
 
 __all__ = [
     "ANTONYMS",
+    "SENTENCE_ENDS",
     "canon",
     "split_sentences",
     "stem",
@@ -30,7 +31,7 @@ _SENTENCE_END = re.compile(
 _WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
 # Every sentence end above needs one of these: text without them is one sentence (most JSON
 # leaves), found without running the pattern.
-_ENDS = frozenset(".!?。！？\n")
+SENTENCE_ENDS = frozenset(".!?。！？\n")
 
 _KEEP_DOUBLE = frozenset("aeioulsz")  # "fill", "pass", "buzz", "agree" double by nature
 _INFLECTIONS = ("ies", "ied", "ing", "es", "ed", "s", "ly")
@@ -112,7 +113,7 @@ def word_spans(text: str) -> list[tuple[str, bool]]:
 
 def split_sentences(text: str) -> list[str]:
     """Split on sentence punctuation (Latin and CJK) and blank lines; keep abbreviations whole."""
-    if _ENDS.isdisjoint(text):
+    if SENTENCE_ENDS.isdisjoint(text):
         stripped = text.strip()
         return [stripped] if stripped else []
     pieces: list[str] = []
