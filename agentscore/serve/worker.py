@@ -41,6 +41,7 @@ from agentscore.serve.export import Exporters, keyed_ids
 from agentscore.serve.health import ServiceHealth
 from agentscore.serve.ingest import Ingestor
 from agentscore.serve.queue import Job, JobKey, SqliteQueue
+from agentscore.serve.readahead import ReadAhead
 from agentscore.serve.stats import ServiceStats
 from agentscore.telemetry.core import Telemetry
 from agentscore.telemetry.evaluations import record_dropped
@@ -108,6 +109,8 @@ class ScoringWorker:
         self._delete_at = 0.0
         self._held: dict[JobKey, float] = {}  # rows a failed write left due too early
         self._wake: anyio.Event | None = None
+        # Due jobs are read `concurrency` at a time, not with a query per freed slot.
+        self._ahead = ReadAhead(queue, concurrency, self._together)
 
     def start(self) -> None:
         self._thread = threading.Thread(
@@ -183,12 +186,14 @@ class ScoringWorker:
         # A backend slower than the judge holds intake back: memory stays bounded.
         if room <= 0 or len(self._done) >= _MAX_UNEXPORTED * self._concurrency:
             return 0
-        jobs = await anyio.to_thread.run_sync(self._queue.due_jobs, room, self._busy())
+        taken = await self._ahead.take(room, self._busy)
         started = 0
-        fresh = self._drop_stale(jobs)
-        shared = self._together([job for job in fresh if job.result is None])
+        # Checked as they start, not as they were read: a held job can age past `max_age`.
+        fresh = {job.key for job in self._drop_stale([job for job, _ in taken])}
         # Stale jobs go even while over budget: that is when they pile up.
-        for job in fresh:
+        for index, (job, together) in enumerate(taken):
+            if job.key not in fresh:
+                continue
             if job.result is not None:
                 # Scored before a restart: send the stored result again, never re-judge.
                 with keyed_ids(job.key, job.attempts):
@@ -197,10 +202,11 @@ class ScoringWorker:
                 started += 1
                 continue
             if not self._budget.available():
+                self._ahead.put_back([entry for entry in taken[index:] if entry[0].key in fresh])
                 break
             self._budget.charge(1, 0)  # its first request, held now so intake stops here
             self._in_flight.add(job.key)
-            scoring.start_soon(self._score, job, shared.get(job.run.run_id))
+            scoring.start_soon(self._score, job, together)
             started += 1
         return started
 
@@ -208,7 +214,8 @@ class ScoringWorker:
         """One `Together` per generation among `jobs`: its LLM scorers share a judge request."""
         by_run: dict[str, list[Scorer]] = {}
         for job in jobs:
-            by_run.setdefault(job.run.run_id, []).append(self._scorers[job.scorer_id])
+            if job.scorer_id in self._scorers:  # else dropped as it starts
+                by_run.setdefault(job.run.run_id, []).append(self._scorers[job.scorer_id])
         groups = {run_id: Together(scorers) for run_id, scorers in by_run.items()}
         return {run_id: together for run_id, together in groups.items() if together.sharing}
 
