@@ -4,6 +4,11 @@ Patterns alone miss keys of unknown shape (`gsk_...`, a proxy's token), so the k
 process knows are removed verbatim first: those passed to judges and agents
 (`register_secret`) and the values of credential-named environment variables, read at
 redaction time so a key set late is still covered.
+
+Redaction runs on every judge reply a service scores, so it is kept cheap: the known keys are
+worked out again only when the environment or the registered keys changed, and data with
+nothing to redact (the usual case) is checked with one search per key and pattern, not
+rewritten string by string.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import logging
 import os
 import re
 import threading
+from collections.abc import Mapping, Sequence
 
 __all__ = [
     "known_secrets",
@@ -54,6 +60,8 @@ _MAX_LENGTH = 2000
 
 _registered: set[str] = set()
 _lock = threading.Lock()
+# (registered keys, a copy of the environment's raw mapping, the known secrets they give).
+_known: tuple[frozenset[str], dict[object, object], tuple[str, ...]] | None = None
 
 
 def register_secret(secret: str | None) -> None:
@@ -63,14 +71,28 @@ def register_secret(secret: str | None) -> None:
             _registered.add(secret)
 
 
-def known_secrets() -> list[str]:
-    """Every key the process knows, longest first so a key inside another goes with it."""
+def known_secrets() -> tuple[str, ...]:
+    """Every key the process knows, longest first so a key inside another goes with it.
+
+    Reading the environment decodes every variable (tens of microseconds), and this runs for
+    every reply scored: the answer is kept until the registered keys or the environment change.
+    The environment is compared through `os.environ`'s own mapping of raw values, which a
+    dict comparison checks in C; where it is missing, the environment is read every time."""
+    global _known
     with _lock:
-        secrets = set(_registered)
+        registered = frozenset(_registered)
+    raw: Mapping[object, object] | None = getattr(os.environ, "_data", None)
+    cached = _known
+    if cached is not None and raw is not None and cached[0] == registered and cached[1] == raw:
+        return cached[2]
+    secrets = set(registered)
     for name, value in os.environ.items():
         if _SECRET_ENV.search(name):
             secrets.update(_env_secret_parts(value))
-    return sorted(secrets, key=len, reverse=True)
+    known = tuple(sorted(secrets, key=len, reverse=True))
+    if raw is not None:
+        _known = (registered, dict(raw), known)
+    return known
 
 
 def redact(text: str, *secrets: str | None) -> str:
@@ -81,10 +103,11 @@ def redact(text: str, *secrets: str | None) -> str:
     return text
 
 
-def scrub(text: str, *secrets: str | None, known: list[str] | None = None) -> str:
+def scrub(text: str, *secrets: str | None, known: Sequence[str] | None = None) -> str:
     """`redact` without the length bound, for text that is kept whole (a verdict's reason).
     `known`: `known_secrets()` read once by a caller scrubbing many strings."""
-    for secret in (*(s for s in secrets if s and len(s) >= 4), *(known or known_secrets())):
+    known = known_secrets() if known is None else known
+    for secret in (*(s for s in secrets if s and len(s) >= 4), *known):
         text = text.replace(secret, _REPLACEMENT)
     for pattern, replacement in _SECRET_PATTERNS:
         text = pattern.sub(replacement, text)
@@ -92,8 +115,11 @@ def scrub(text: str, *secrets: str | None, known: list[str] | None = None) -> st
 
 
 def scrub_data(data: object) -> object:
-    """Every string in JSON-like data (dicts, lists, tuples) scrubbed; the rest as it is."""
+    """Every string in JSON-like data (dicts, lists, tuples) scrubbed; the rest as it is.
+    Data with nothing to scrub comes back as it is (the same object)."""
     known = known_secrets()
+    if not _needs_scrubbing(_strings(data), known):
+        return data
 
     def walk(item: object) -> object:
         if isinstance(item, str):
@@ -105,6 +131,35 @@ def scrub_data(data: object) -> object:
         return item
 
     return walk(data)
+
+
+def _needs_scrubbing(text: str, known: Sequence[str]) -> bool:
+    """Whether `scrub` would change `text`: a known key in it, or a credential-shaped part.
+    Searching is much cheaper than rewriting, and most text holds neither."""
+    return any(secret in text for secret in known) or any(
+        pattern.search(text) for pattern, _ in _SECRET_PATTERNS
+    )
+
+
+def _strings(data: object) -> str:
+    """The strings in `data`, one a line. A line break stands where a string starts or ends
+    for the patterns (it is no token character, as the start of a string is none), so a
+    search of the whole finds whatever a search of each string would, and a match across two
+    strings only costs a needless scrub."""
+    parts: list[str] = []
+
+    def collect(item: object) -> None:
+        if isinstance(item, str):
+            parts.append(item)
+        elif isinstance(item, dict):
+            for value in item.values():
+                collect(value)
+        elif isinstance(item, list | tuple):
+            for value in item:
+                collect(value)
+
+    collect(data)
+    return "\n".join(parts)
 
 
 def redact_exception(exc: BaseException) -> BaseException:

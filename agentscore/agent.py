@@ -530,6 +530,7 @@ class Agent:
             run_id=result.run_id,
             input=input_messages,
             output=result.output,
+            documents=[],
             ground_truth=ground_truth,
             request_context=dict(request_context or {}),
             agent_name=self.name,

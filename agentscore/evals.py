@@ -114,6 +114,7 @@ class Evals:
                 run_id=run_id,
                 input=[],
                 output=[],
+                tools=[],
                 ground_truth=ground_truth,
                 request_context=dict(request_context or {}),
                 documents=retrieved,

@@ -11,10 +11,9 @@ from typing import Any, Literal, TypeVar
 import anyio
 import openai
 from openai import AsyncOpenAI
-from openai.types.chat import ChatCompletion
 from pydantic import BaseModel
 
-from agentscore._clients import LoopLocalClient, create_chat_completion, current_loop_token
+from agentscore._clients import LoopLocalClient, current_loop_token
 from agentscore._options import check_number
 from agentscore._redact import known_secrets, redact, register_secret
 from agentscore.adapters import coerce_messages
@@ -32,12 +31,13 @@ from agentscore.errors import (
     JudgeTimeoutError,
 )
 from agentscore.judges._cache import ResponseCache, cache_key
+from agentscore.judges._completion import BadBody, ChatReply, post_chat_completion, read_chat_reply
 from agentscore.judges._structured import parse_reply, strict_schema
 from agentscore.judges.base import JudgeReply, JudgeRequest, JudgeUsage
 from agentscore.judges.requests import before_request
 from agentscore.telemetry.core import current_telemetry
 from agentscore.telemetry.semconv import INPUT_MESSAGES
-from agentscore.telemetry.spans import chat_span, messages_attribute, record_chat_response
+from agentscore.telemetry.spans import chat_span, messages_attribute, record_chat_reply
 
 __all__ = ["DEFAULT_MAX_REPLY_CHARS", "OpenAIJudge", "OutputMode"]
 
@@ -229,13 +229,11 @@ class OpenAIJudge:
                     raise
                 raise self._translate(exc, calls, started) from None
             break
-        choice = response.choices[0] if response.choices else None
-        text = choice.message.content if choice else None
-        tokens = response.usage
+        text = response.text
         usage = JudgeUsage(
             calls=calls,
-            input_tokens=tokens.prompt_tokens if tokens else 0,
-            output_tokens=tokens.completion_tokens if tokens else 0,
+            input_tokens=response.input_tokens or 0,
+            output_tokens=response.output_tokens or 0,
             duration_ms=(time.perf_counter() - started) * 1000,
         )
         if text is not None and len(text) > self._max_reply_chars:
@@ -245,13 +243,13 @@ class OpenAIJudge:
             )
             error.usage = usage
             raise error
-        if choice is not None and choice.finish_reason == "length":
+        if response.finish_reason == "length":
             text = (text or "") + "\n[reply truncated: the token limit was reached]"
         return text, usage
 
     async def _create(
         self, messages: list[dict[str, str]], output_type: type[BaseModel], schema: dict[str, Any]
-    ) -> ChatCompletion:
+    ) -> ChatReply:
         telemetry = current_telemetry()
         sent = self._with_schema_hint(messages, schema)
         with chat_span(
@@ -263,7 +261,7 @@ class OpenAIJudge:
             if telemetry.capture_content and span.is_recording():
                 span.set_attribute(INPUT_MESSAGES, messages_attribute(coerce_messages(sent)))
             try:
-                response: object = await create_chat_completion(
+                raw = await post_chat_completion(
                     self._client.get(),
                     {
                         "model": self._model,
@@ -273,19 +271,17 @@ class OpenAIJudge:
                     },
                     max_retries=0,
                 )
-            except (
-                json.JSONDecodeError,
-                UnicodeDecodeError,
-                openai.APIResponseValidationError,
-            ) as exc:
-                # The SDK parses a 200's JSON body after its retry loop: a cut body raises here.
-                raise self._bad_body(f"a body that is not valid JSON ({exc})") from None
-            if not isinstance(response, ChatCompletion) or not isinstance(
-                getattr(response, "choices", None), list
-            ):
-                # A non-JSON body comes back as its text; JSON of another shape lacks choices.
-                raise self._bad_body(f"a body that is not a chat completion: {str(response)!r}")
-            record_chat_response(span, response)
+                response = read_chat_reply(raw)
+            except BadBody as exc:  # a cut body, a proxy's error page, JSON of another shape
+                raise self._bad_body(str(exc)) from None
+            record_chat_reply(
+                span,
+                response_id=response.response_id,
+                model=response.model,
+                finish_reasons=response.finish_reasons,
+                input_tokens=response.input_tokens,
+                output_tokens=response.output_tokens,
+            )
             return response
 
     def _bad_body(self, what: str) -> JudgeResponseError:

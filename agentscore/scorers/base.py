@@ -127,7 +127,7 @@ def _scrubbed(value: T) -> T:
     a model echoing its prompt): they would be stored, emitted and logged from here on."""
     data = value.model_dump()
     clean = scrub_data(data)
-    return value if clean == data else type(value).model_validate(clean)
+    return value if clean is data else type(value).model_validate(clean)
 
 
 class Scorer:

@@ -3,8 +3,8 @@
 It runs on its own thread and event loop, so a CPU-bound judge (the local one) does not stall
 the HTTP side more than the GIL makes it. Jobs are taken oldest first, up to `concurrency` in
 flight, while the judge budget allows. What finished jobs emitted is exported together, in the
-background (when `concurrency` have finished, when nothing else is in flight, or every
-0.2 s), and only once the backend took it are their rows deleted.
+background (when twice `concurrency` have finished, when nothing else is in flight, or
+every 0.2 s), and only once the backend took it are their rows deleted.
 
 Every outage delays work and never loses or repeats it:
 - the judge failing for a passing reason: the job stays on disk and is tried again with
@@ -41,6 +41,7 @@ from agentscore.serve.export import Exporters, keyed_ids
 from agentscore.serve.health import ServiceHealth
 from agentscore.serve.ingest import Ingestor
 from agentscore.serve.queue import Job, JobKey, SqliteQueue
+from agentscore.serve.readahead import ReadAhead
 from agentscore.serve.stats import ServiceStats
 from agentscore.telemetry.core import Telemetry
 from agentscore.telemetry.evaluations import record_dropped
@@ -51,6 +52,9 @@ _log = structlog.get_logger("agentscore.serve")
 _IDLE_POLL = 0.05
 _EXPIRE_EVERY = 1.0
 _EXPORT_EVERY = 0.2
+# Finished jobs (in `concurrency`s) that start an export: each export costs two requests and
+# two synced transactions whatever it carries, so a busy service sends large batches.
+_EXPORT_BATCH = 2
 _MAX_UNEXPORTED = 4
 # Backoff for the worker's own retries: of a failed export, of a row that cannot be written.
 _STORAGE_RETRY = RetryPolicy(first_delay=0.5, max_delay=30.0, window=None)
@@ -108,6 +112,8 @@ class ScoringWorker:
         self._delete_at = 0.0
         self._held: dict[JobKey, float] = {}  # rows a failed write left due too early
         self._wake: anyio.Event | None = None
+        # Due jobs are read `concurrency` at a time, not with a query per freed slot.
+        self._ahead = ReadAhead(queue, concurrency, self._together)
 
     def start(self) -> None:
         self._thread = threading.Thread(
@@ -145,7 +151,7 @@ class ScoringWorker:
                     and not self._export_busy
                     and now >= self._export_at
                     and (
-                        len(self._done) >= self._concurrency
+                        len(self._done) >= _EXPORT_BATCH * self._concurrency
                         or not self._in_flight
                         or now - last_export >= _EXPORT_EVERY
                     )
@@ -183,12 +189,14 @@ class ScoringWorker:
         # A backend slower than the judge holds intake back: memory stays bounded.
         if room <= 0 or len(self._done) >= _MAX_UNEXPORTED * self._concurrency:
             return 0
-        jobs = await anyio.to_thread.run_sync(self._queue.due_jobs, room, self._busy())
+        taken = await self._ahead.take(room, self._busy)
         started = 0
-        fresh = self._drop_stale(jobs)
-        shared = self._together([job for job in fresh if job.result is None])
+        # Checked as they start, not as they were read: a held job can age past `max_age`.
+        fresh = {job.key for job in self._drop_stale([job for job, _ in taken])}
         # Stale jobs go even while over budget: that is when they pile up.
-        for job in fresh:
+        for index, (job, together) in enumerate(taken):
+            if job.key not in fresh:
+                continue
             if job.result is not None:
                 # Scored before a restart: send the stored result again, never re-judge.
                 with keyed_ids(job.key, job.attempts):
@@ -197,10 +205,11 @@ class ScoringWorker:
                 started += 1
                 continue
             if not self._budget.available():
+                self._ahead.put_back([entry for entry in taken[index:] if entry[0].key in fresh])
                 break
             self._budget.charge(1, 0)  # its first request, held now so intake stops here
             self._in_flight.add(job.key)
-            scoring.start_soon(self._score, job, shared.get(job.run.run_id))
+            scoring.start_soon(self._score, job, together)
             started += 1
         return started
 
@@ -208,7 +217,8 @@ class ScoringWorker:
         """One `Together` per generation among `jobs`: its LLM scorers share a judge request."""
         by_run: dict[str, list[Scorer]] = {}
         for job in jobs:
-            by_run.setdefault(job.run.run_id, []).append(self._scorers[job.scorer_id])
+            if job.scorer_id in self._scorers:  # else dropped as it starts
+                by_run.setdefault(job.run.run_id, []).append(self._scorers[job.scorer_id])
         groups = {run_id: Together(scorers) for run_id, scorers in by_run.items()}
         return {run_id: together for run_id, together in groups.items() if together.sharing}
 

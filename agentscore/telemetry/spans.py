@@ -15,7 +15,14 @@ from agentscore.messages import Message
 from agentscore.telemetry import semconv
 from agentscore.telemetry.core import Telemetry
 
-__all__ = ["agent_span", "chat_span", "messages_attribute", "record_chat_response", "tool_span"]
+__all__ = [
+    "agent_span",
+    "chat_span",
+    "messages_attribute",
+    "record_chat_reply",
+    "record_chat_response",
+    "tool_span",
+]
 
 
 @contextmanager
@@ -93,16 +100,41 @@ def record_chat_response(span: Span, response: ChatCompletion) -> None:
     """The response attributes of a chat span: id, model, finish reasons, token usage."""
     if not span.is_recording():
         return
-    if response.id:
-        span.set_attribute(semconv.RESPONSE_ID, response.id)
-    if response.model:
-        span.set_attribute(semconv.RESPONSE_MODEL, response.model)
+    usage = response.usage
     reasons = [choice.finish_reason for choice in response.choices if choice.finish_reason]
-    if reasons:
-        span.set_attribute(semconv.RESPONSE_FINISH_REASONS, reasons)
-    if response.usage is not None:
-        span.set_attribute(semconv.USAGE_INPUT_TOKENS, response.usage.prompt_tokens)
-        span.set_attribute(semconv.USAGE_OUTPUT_TOKENS, response.usage.completion_tokens)
+    record_chat_reply(
+        span,
+        response_id=response.id,
+        model=response.model,
+        finish_reasons=reasons,
+        input_tokens=None if usage is None else usage.prompt_tokens,
+        output_tokens=None if usage is None else usage.completion_tokens,
+    )
+
+
+def record_chat_reply(
+    span: Span,
+    *,
+    response_id: str | None,
+    model: str | None,
+    finish_reasons: Sequence[str],
+    input_tokens: int | None,
+    output_tokens: int | None,
+) -> None:
+    """`record_chat_response` for a reply read without the SDK's model (token counts None:
+    the reply reported no usage)."""
+    if not span.is_recording():
+        return
+    if response_id:
+        span.set_attribute(semconv.RESPONSE_ID, response_id)
+    if model:
+        span.set_attribute(semconv.RESPONSE_MODEL, model)
+    if finish_reasons:
+        span.set_attribute(semconv.RESPONSE_FINISH_REASONS, list(finish_reasons))
+    if input_tokens is not None:
+        span.set_attribute(semconv.USAGE_INPUT_TOKENS, input_tokens)
+    if output_tokens is not None:
+        span.set_attribute(semconv.USAGE_OUTPUT_TOKENS, output_tokens)
 
 
 def messages_attribute(messages: Sequence[Message]) -> str:

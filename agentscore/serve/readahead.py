@@ -1,0 +1,61 @@
+"""Due jobs read from the queue ahead of the worker's free slots.
+
+A slot frees as each judge call ends; asking the queue then costs a thread hop and a query
+per job, which was a large share of a service's CPU per score. The worker instead takes jobs
+from a batch read ahead (oldest first, `batch` jobs a query), and reads the next batch only
+when the one held cannot fill the free slots.
+
+Held jobs stay on disk, untouched, until the worker is done with them, so a crash or a stop
+loses nothing. They count as busy for the next read, so no job is handed out twice; jobs
+handed out but not started (no budget) go back to the front, ahead of newer ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import anyio
+
+from agentscore.scorers.together import Together
+from agentscore.serve.queue import Job, JobKey, SqliteQueue
+
+__all__ = ["ReadAhead"]
+
+Grouping = Callable[[Sequence[Job]], dict[str, Together]]
+
+
+class ReadAhead:
+    """Used from one task at a time (the worker's loop): a read in progress is the only one.
+
+    `together`: the `Together` of each generation among a batch read, by run id. Made for the
+    whole batch, so a generation's jobs share their judge request even when the free slots
+    take them one at a time."""
+
+    def __init__(self, queue: SqliteQueue, batch: int, together: Grouping) -> None:
+        self._queue = queue
+        self._batch = batch
+        self._together = together
+        self._held: list[tuple[Job, Together | None]] = []
+
+    def keys(self) -> set[JobKey]:
+        return {job.key for job, _ in self._held}
+
+    async def take(
+        self, room: int, busy: Callable[[], set[JobKey]]
+    ) -> list[tuple[Job, Together | None]]:
+        """Up to `room` due jobs, oldest first, with their generation's `Together`.
+
+        `busy`: jobs on disk the worker has in hand (in flight, finished, being exported):
+        never read again while it has them."""
+        if len(self._held) < room:
+            exclude = busy() | self.keys()
+            limit = max(self._batch, room) - len(self._held)
+            jobs = await anyio.to_thread.run_sync(self._queue.due_jobs, limit, exclude)
+            shared = self._together([job for job in jobs if job.result is None])
+            self._held += [(job, shared.get(job.run.run_id)) for job in jobs]
+        taken, self._held = self._held[:room], self._held[room:]
+        return taken
+
+    def put_back(self, entries: Sequence[tuple[Job, Together | None]]) -> None:
+        """Jobs taken but not started: first in line for the next `take`."""
+        self._held[:0] = entries

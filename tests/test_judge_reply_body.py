@@ -1,0 +1,88 @@
+"""The judge reads a 200 body itself (not through the SDK's response model): what it reads
+and what it refuses, through the SDK's own client and through a user's legacy `httpx` one."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+from openai import AsyncOpenAI
+
+from agentscore.judges._completion import BadBody, read_chat_reply
+from agentscore.judges.openai import OpenAIJudge
+from agentscore.result import ScoreStatus
+from agentscore.run import ScorerRun
+from agentscore.scorers import create_faithfulness_scorer
+from agentscore.telemetry import semconv
+from agentscore.testing import chat_completion
+from tests.conftest import Otel
+from tests.raw_http import RawReply, raw_http_server
+from tests.seeds import PYTHON, verify_reply
+
+RUN = ScorerRun(input=PYTHON.query, output=PYTHON.response)
+GOOD = json.dumps(chat_completion(verify_reply(PYTHON)).body).encode()
+
+
+class Reply:
+    def __init__(self, body: Any, content_type: str = "application/json") -> None:
+        self.content = body if isinstance(body, bytes) else json.dumps(body).encode()
+        self.headers = {"content-type": content_type}
+
+
+def test_a_reply_gives_its_text_finish_reasons_and_usage() -> None:
+    body = {
+        "id": "c-1",
+        "model": "judge-2",
+        "choices": [
+            {"message": {"content": "{}"}, "finish_reason": "length"},
+            {"message": {"content": "other"}, "finish_reason": "stop"},
+        ],
+        "usage": {"prompt_tokens": 12, "completion_tokens": 3},
+    }
+    reply = read_chat_reply(Reply(body))
+    assert (reply.text, reply.finish_reason) == ("{}", "length")
+    assert reply.finish_reasons == ["length", "stop"]
+    assert (reply.input_tokens, reply.output_tokens) == (12, 3)
+    assert (reply.response_id, reply.model) == ("c-1", "judge-2")
+
+
+def test_missing_or_mistyped_fields_read_as_missing() -> None:
+    reply = read_chat_reply(Reply({"choices": [{"message": {"content": 5}, "finish_reason": 1}]}))
+    assert (reply.text, reply.finish_reason, reply.finish_reasons) == (None, None, [])
+    assert (reply.input_tokens, reply.output_tokens) == (None, None)  # no usage reported
+    empty = read_chat_reply(Reply({"choices": [], "usage": {"prompt_tokens": True}}))
+    assert (empty.text, empty.input_tokens, empty.output_tokens) == (None, 0, 0)
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "says"),
+    [
+        (b"<html>502 Bad Gateway</html>", "text/html", "not a chat completion: '<html>502"),
+        (GOOD[: len(GOOD) // 2], "application/json", "not valid JSON"),
+        ({"detail": "upstream unavailable"}, "application/json", "not a chat completion"),
+        ([1, 2], "application/json", "not a chat completion"),
+        (b"\xff\xfe", "application/json; charset=utf-8", "not valid JSON"),
+    ],
+)
+def test_a_body_that_is_no_chat_completion_says_what_it_is(
+    body: Any, content_type: str, says: str
+) -> None:
+    with pytest.raises(BadBody, match=says):
+        read_chat_reply(Reply(body, content_type))
+
+
+@pytest.mark.anyio
+async def test_a_users_legacy_httpx_client_is_used_and_read(otel: Otel) -> None:
+    with raw_http_server([RawReply(GOOD)]) as server:
+        client = AsyncOpenAI(
+            api_key="sk-legacy-test", base_url=server.url, http_client=httpx.AsyncClient()
+        )
+        judge = OpenAIJudge("m", client=client)
+        result = await create_faithfulness_scorer(judge, context=PYTHON.context).run(RUN)
+    assert result.status is ScoreStatus.SCORED, result.error
+    assert result.judge_usage.calls == 1 and result.judge_usage.input_tokens == 100
+    [chat] = [s for s in otel.spans.get_finished_spans() if s.name.startswith("chat")]
+    assert chat.attributes is not None
+    assert chat.attributes[semconv.USAGE_INPUT_TOKENS] == 100
