@@ -90,7 +90,10 @@ class Service:
 def service(tmp: Path, receiver_url: str, env: dict[str, str], *args: str) -> Iterator[Service]:
     port, grpc_port = free_port(), free_port()
     environment = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
-    environment.update(env, OTEL_EXPORTER_OTLP_ENDPOINT=receiver_url, PYTHONPATH=str(HERE))
+    # The benchmark's own path first; a PYTHONPATH given to the benchmark (another tree's
+    # agentscore, for a before / after pair) after it.
+    path = os.pathsep.join(filter(None, (str(HERE), os.environ.get("PYTHONPATH"))))
+    environment.update(env, OTEL_EXPORTER_OTLP_ENDPOINT=receiver_url, PYTHONPATH=path)
     command = [sys.executable, "-m", "agentscore.cli", "serve", "--port", str(port)]
     command += ["--scorers", "_serve_scorers:evals", "--queue", str(tmp / f"q{port}.db")]
     command += ["--grpc-port", str(grpc_port), *args]

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import httpx2
+import openai
 from openai import AsyncOpenAI
 
 __all__ = ["BadBody", "ChatReply", "post_chat_completion", "read_chat_reply"]
@@ -52,10 +52,25 @@ async def post_chat_completion(
         "/chat/completions",
         body=body,
         # The SDK hands back any `httpx` client's response for this type, as it came.
-        cast_to=httpx2.Response,
+        cast_to=_SDK_RESPONSE,
         options={"max_retries": max_retries},
     )
     return response
+
+
+def _sdk_response() -> type[Any]:
+    """The response class the installed SDK hands back as it came: openai 3 speaks HTTP
+    through httpx2, earlier releases (which `openai>=1.66` allows) through httpx."""
+    if int(openai.__version__.split(".", 1)[0]) >= 3:
+        import httpx2
+
+        return httpx2.Response
+    import httpx
+
+    return httpx.Response
+
+
+_SDK_RESPONSE = _sdk_response()
 
 
 def read_chat_reply(response: HttpReply) -> ChatReply:
