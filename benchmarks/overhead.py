@@ -118,11 +118,19 @@ def model_endpoint(use_tool: bool) -> ScriptedEndpoint:
 
 
 def judge_endpoint(delay: float) -> ScriptedEndpoint:
-    def respond(_: dict[str, Any]) -> Any:
-        claims = [
-            {"claim": "Order 42 shipped on May 2.", "verdict": "yes", "reason": "context"},
-            {"claim": "Order 42 arrives on May 5.", "verdict": "yes", "reason": "context"},
-        ]
+    """Both claims supported, in the shape the request asks for: one scorer's verdicts, or
+    the sections of a request that faithfulness and hallucination share (one per scorer)."""
+    statements = ["Order 42 shipped on May 2.", "Order 42 arrives on May 5."]
+
+    def respond(body: dict[str, Any]) -> Any:
+        schema = body.get("response_format", {}).get("json_schema", {}).get("schema", {})
+        sections = [key for key in schema.get("properties", {}) if key.startswith("s")]
+        if sections:
+            items = {"items": [{"verdict": "yes", "reason": "context"} for _ in statements]}
+            return chat_completion(
+                {"claims": statements, **dict.fromkeys(sections, items)}, delay=delay
+            )
+        claims = [{"claim": c, "verdict": "yes", "reason": "context"} for c in statements]
         return chat_completion({"claims": claims}, delay=delay)
 
     return ScriptedEndpoint(respond)
