@@ -122,6 +122,9 @@ def _context_lines(text: str) -> str:
 
 def answer(prompt: str) -> tuple[str, dict[str, Any]]:
     """(kind, reply object) for the concatenated message contents of one request."""
+    # agentscore's start-up judge check (`agentscore.judges.check`): a known JSON to echo.
+    if "You are a health check." in prompt and '{"ok": true}' in prompt:
+        return "agentscore.check", {"ok": True}
     # agentscore: data sits in <<BEGIN LABEL digest>> blocks.
     if "<<BEGIN " in prompt:
         blocks = _blocks(prompt)
