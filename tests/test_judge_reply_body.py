@@ -99,3 +99,27 @@ def test_the_raw_reply_is_asked_for_in_the_http_library_the_installed_sdk_speaks
     assert _completion._sdk_response() is httpx2.Response
     monkeypatch.setattr(openai, "__version__", "2.8.1")
     assert _completion._sdk_response() is httpx.Response
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("body", "content_type", "says"),
+    [
+        # Nesting deeper than json goes raised RecursionError, past every handler of a bad body.
+        (b"[" * 200_000 + b"]" * 200_000, "application/json", "nested too deep to read"),
+        # A proxy's multi-megabyte error page is quoted by its start, not whole.
+        (b"<html>" + b"x" * 5_000_000 + b"</html>", "text/html", "of 5,000,013 bytes"),
+    ],
+)
+async def test_a_judge_that_answers_200_with_junk_fails_the_run_with_a_bounded_error(
+    body: bytes, content_type: str, says: str
+) -> None:
+    with raw_http_server([RawReply(body, content_type)] * 3) as server:
+        client = AsyncOpenAI(api_key="sk-junk-test-000000", base_url=server.url, max_retries=1)
+        judge = OpenAIJudge("m", client=client)
+        result = await create_faithfulness_scorer(judge, context=PYTHON.context).run(RUN)
+    assert result.status is ScoreStatus.FAILED
+    assert result.error is not None and result.error.type == "JudgeResponseError"
+    assert says in result.error.message and len(result.error.message) < 1_000
+    assert result.error.transient  # a lying 200 may pass: retried, as a 5xx is
+    assert len(server.requests) == 2  # the first try and the one retry, no more

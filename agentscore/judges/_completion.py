@@ -71,6 +71,8 @@ def _sdk_response() -> type[Any]:
 
 
 _SDK_RESPONSE = _sdk_response()
+# How much of a bad body an error message quotes.
+_PREVIEW_CHARS = 300
 
 
 def read_chat_reply(response: HttpReply) -> ChatReply:
@@ -79,15 +81,18 @@ def read_chat_reply(response: HttpReply) -> ChatReply:
     as missing."""
     try:
         data = json.loads(response.content)
+    except RecursionError:  # nesting deeper than the parser goes: nothing a judge sends
+        raise BadBody(f"a body nested too deep to read: {_preview(response.content)}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         content_type = str(response.headers.get("content-type", "")).split(";")[0]
         if not content_type.endswith("json"):
-            text = response.content.decode(errors="replace")
-            raise BadBody(f"a body that is not a chat completion: {text!r}") from None
+            raise BadBody(
+                f"a body that is not a chat completion: {_preview(response.content)}"
+            ) from None
         raise BadBody(f"a body that is not valid JSON ({exc})") from None
     choices = data.get("choices") if isinstance(data, dict) else None
     if not isinstance(choices, list):
-        raise BadBody(f"a body that is not a chat completion: {str(data)!r}")
+        raise BadBody(f"a body that is not a chat completion: {_preview(response.content)}")
     first = _mapping(choices[0]) if choices else {}
     message = _mapping(first.get("message"))
     reasons = [_text(_mapping(choice).get("finish_reason")) for choice in choices]
@@ -102,6 +107,14 @@ def read_chat_reply(response: HttpReply) -> ChatReply:
         response_id=_text(data.get("id")),
         model=_text(data.get("model")),
     )
+
+
+def _preview(content: bytes) -> str:
+    """The start of a body, for an error message: a proxy's error page can be megabytes."""
+    text = content[: 4 * _PREVIEW_CHARS].decode(errors="replace")
+    if len(text) > _PREVIEW_CHARS or len(content) > 4 * _PREVIEW_CHARS:
+        return f"{text[:_PREVIEW_CHARS]!r} (of {len(content):,} bytes)"
+    return repr(text)
 
 
 def _mapping(value: object) -> dict[str, Any]:
