@@ -21,7 +21,7 @@ from agentscore.judges._grounding import (
     split_claims,
 )
 from agentscore.judges._grounding_json import MAX_PATH_KEYS, context_sentences
-from agentscore.judges._grounding_numbers import extract_numbers
+from agentscore.judges._grounding_numbers import _Spans, extract_numbers
 from agentscore.judges._grounding_numindex import NumberIndex
 
 
@@ -571,3 +571,26 @@ def test_a_tie_between_two_sentences_does_not_depend_on_the_string_hash_seed() -
     seen = {run.communicate(timeout=60)[0] for run in runs}
     assert all(run.returncode == 0 for run in runs)
     assert len(seen) == 1
+
+
+def test_a_number_overlaps_a_date_exactly_when_it_overlaps_one_of_the_spans() -> None:
+    # The dates' spans are merged and searched (a 1 MB line of dates and numbers cost their
+    # product: 35 s of CPU); the answer must be the plain test's for any spans and query.
+    rng = random.Random(7)
+    for _ in range(300):
+        spans = []
+        for _ in range(rng.randrange(0, 12)):
+            start = rng.randrange(0, 60)
+            spans.append((start, start + rng.randrange(1, 8)))
+        taken = _Spans(spans)
+        for start in range(0, 70):
+            for end in range(start + 1, start + 6):
+                plain = any(start < b and a < end for a, b in spans)
+                assert taken.overlaps(start, end) is plain, (spans, start, end)
+
+
+def test_numbers_of_a_long_line_of_dates_are_those_of_its_parts() -> None:
+    part = "order 12 shipped 2024-03-02 for 12.5 euros, 3 items; "
+    numbers = extract_numbers(part * 2000)
+    assert len(numbers) == 2000 * len(extract_numbers(part))
+    assert [n.value for n in numbers[:4]] == [n.value for n in extract_numbers(part)]

@@ -4,6 +4,7 @@ money, ranges and dates, each with a rough unit so that only like quantities are
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 from dataclasses import dataclass
@@ -98,13 +99,10 @@ class Number:
 
 def extract_numbers(text: str) -> list[Number]:
     """Digits, written numbers, ordinals, percentages, money, ranges and dates, in text order."""
-    found: list[tuple[int, int, Number]] = []
-    taken: list[tuple[int, int]] = []
-    for start, end, number in _dates(text):
-        found.append((start, end, number))
-        taken.append((start, end))
+    found: list[tuple[int, int, Number]] = list(_dates(text))
+    taken = _Spans([(start, end) for start, end, _ in found])
     for match in _NUMBER.finditer(text):
-        if _overlaps(match.start(), match.end(), taken) or _inside_word(text, match.start()):
+        if taken.overlaps(match.start(), match.end()) or _inside_word(text, match.start()):
             continue
         number = _digit_number(text, match)
         if number.high is not None and number.high <= number.value:
@@ -152,8 +150,25 @@ def _inert(path: str) -> bool:
     )
 
 
-def _overlaps(start: int, end: int, spans: list[tuple[int, int]]) -> bool:
-    return any(start < b and a < end for a, b in spans)
+class _Spans:
+    """Spans of text already claimed (the dates), merged, so that whether a number overlaps
+    one is a binary search: a line of thousands of dates and numbers (one huge tool result
+    with no line breaks) must not cost their product."""
+
+    def __init__(self, spans: list[tuple[int, int]]) -> None:
+        merged: list[list[int]] = []
+        for start, end in sorted(spans):
+            if merged and start <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], end)
+            else:
+                merged.append([start, end])
+        self._starts = [start for start, _ in merged]
+        self._ends = [end for _, end in merged]
+
+    def overlaps(self, start: int, end: int) -> bool:
+        # The last span starting before `end` is the only one that can reach past `start`.
+        last = bisect.bisect_left(self._starts, end) - 1
+        return last >= 0 and self._ends[last] > start
 
 
 def _inside_word(text: str, start: int) -> bool:
