@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 import pytest
 
@@ -10,6 +11,7 @@ from agentscore.judges import LocalJudge, OpenAIJudge
 from agentscore.judges import _grounding_context as prepared_contexts
 from agentscore.judges._grounding import check_claims
 from agentscore.judges._grounding_context import Prepared, prepare
+from agentscore.judges._grounding_numbers import Number
 from agentscore.judges._grounding_parse import Parsed
 from agentscore.result import ScoreStatus
 from agentscore.run import ScorerRun
@@ -92,9 +94,9 @@ def parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     parsed: list[str] = []
     original = prepared_contexts.parse
 
-    def counting(text: str) -> Parsed:
+    def counting(text: str, numbers: Sequence[Number] | None = None) -> Parsed:
         parsed.append(text)
-        return original(text)
+        return original(text, numbers)
 
     monkeypatch.setattr(prepared_contexts, "parse", counting)
     return parsed

@@ -164,7 +164,8 @@ class Prepared:
         text = self._lines.text_of[at]
         found = self._parsed.get(text)
         if found is None:
-            found = self._parsed[text] = parse(self._lines.lines[text])
+            lines = self._lines
+            found = self._parsed[text] = parse(lines.lines[text], lines.numbers[text])
         return found
 
     def place(self, at: int) -> Place:

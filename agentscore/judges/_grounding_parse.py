@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import pairwise
@@ -71,7 +71,9 @@ def _expand_abbreviations(text: str) -> str:
     return text
 
 
-def parse(text: str) -> Parsed:
+def parse(text: str, numbers: Sequence[Number] | None = None) -> Parsed:
+    """`numbers`: `extract_numbers(text)` when the caller has them already (a context's
+    cheap pass does, and a tool result of one long line would pay for them twice)."""
     spans = word_spans(_expand_abbreviations(text))
     tokens = [token for token, _ in spans]
     lowered = [t.lower() for t in tokens]
@@ -85,7 +87,7 @@ def parse(text: str) -> Parsed:
         names=names,
         name_pairs=name_pairs,
         pairs=frozenset(pairwise(stems)),
-        numbers=tuple(extract_numbers(text)),
+        numbers=tuple(extract_numbers(text) if numbers is None else numbers),
         negated=_negated(text),
         question=is_question(text),
     )
