@@ -1,4 +1,4 @@
-"""One `AsyncOpenAI` client per event loop.
+"""One client per event loop: an `AsyncOpenAI`, or a judge's transport.
 
 The SDK's HTTP connection pool belongs to the loop that opened it; reusing it from another
 loop fails ("Event loop is closed", or hangs). Agents and judges are called from the
@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import weakref
 from collections.abc import AsyncGenerator, Callable
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 from openai import AsyncOpenAI
 from openai.types.chat import ChatCompletion
@@ -22,17 +22,22 @@ from openai.types.chat import ChatCompletion
 __all__ = ["LoopLocalClient", "create_chat_completion", "current_loop_token"]
 
 
-class LoopLocalClient:
-    def __init__(
-        self, factory: Callable[[], AsyncOpenAI], *, shared: AsyncOpenAI | None = None
-    ) -> None:
+class Closable(Protocol):
+    async def close(self) -> None: ...
+
+
+ClientT = TypeVar("ClientT", bound=Closable)
+
+
+class LoopLocalClient(Generic[ClientT]):
+    def __init__(self, factory: Callable[[], ClientT], *, shared: ClientT | None = None) -> None:
         self._factory = factory
         self._shared = shared
-        self._per_loop: weakref.WeakKeyDictionary[
-            object, tuple[AsyncOpenAI, AsyncGenerator[None]]
-        ] = weakref.WeakKeyDictionary()
+        self._per_loop: weakref.WeakKeyDictionary[object, tuple[ClientT, AsyncGenerator[None]]] = (
+            weakref.WeakKeyDictionary()
+        )
 
-    def get(self) -> AsyncOpenAI:
+    def get(self) -> ClientT:
         """The client for the running loop; a client the user passed in is used everywhere."""
         if self._shared is not None:
             return self._shared
@@ -44,7 +49,7 @@ class LoopLocalClient:
         return entry[0]
 
 
-async def _closing(client: AsyncOpenAI) -> AsyncGenerator[None]:
+async def _closing(client: Closable) -> AsyncGenerator[None]:
     try:
         yield
     finally:
@@ -52,7 +57,7 @@ async def _closing(client: AsyncOpenAI) -> AsyncGenerator[None]:
             await client.close()
 
 
-def _close_when_the_loop_ends(client: AsyncOpenAI) -> AsyncGenerator[None]:
+def _close_when_the_loop_ends(client: Closable) -> AsyncGenerator[None]:
     """An async generator, started on the running loop, whose exit closes `client`.
 
     Starting it registers it with the loop's async-generator hooks; asyncio (in

@@ -6,10 +6,10 @@ import email.utils
 import json
 import random
 import time
+from collections.abc import Mapping
 from typing import Any, Literal, TypeVar
 
 import anyio
-import openai
 from openai import AsyncOpenAI
 from pydantic import BaseModel
 
@@ -31,8 +31,14 @@ from agentscore.errors import (
     JudgeTimeoutError,
 )
 from agentscore.judges._cache import ResponseCache, cache_key
-from agentscore.judges._completion import BadBody, ChatReply, post_chat_completion, read_chat_reply
+from agentscore.judges._completion import BadBody, ChatReply
 from agentscore.judges._structured import parse_reply, strict_schema
+from agentscore.judges._transport import (
+    ChatFailure,
+    ChatTransport,
+    direct_or_sdk,
+    sdk_transport,
+)
 from agentscore.judges.base import JudgeReply, JudgeRequest, JudgeUsage
 from agentscore.judges.requests import before_request
 from agentscore.telemetry.core import current_telemetry
@@ -99,11 +105,15 @@ class OpenAIJudge:
         register_secret(api_key)
         register_secret(client.api_key if client is not None else None)
         self._temperature = temperature
-        self._client = LoopLocalClient(
-            lambda: AsyncOpenAI(
-                api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
+        self._client: LoopLocalClient[ChatTransport] = LoopLocalClient(
+            lambda: direct_or_sdk(
+                AsyncOpenAI(
+                    api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
+                ),
+                timeout=timeout,
+                max_reply_chars=max_reply_chars,
             ),
-            shared=client,
+            shared=None if client is None else sdk_transport(client),
         )
         self._cache = (cache if cache is not None else ResponseCache()) if use_cache else None
         self._in_flight: dict[str, tuple[object, anyio.Event]] = {}
@@ -214,12 +224,15 @@ class OpenAIJudge:
             await before_request()
             try:
                 response = await self._create(messages, output_type, schema)
-            except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
-                if self.output_mode in _FALLBACK and _mentions_format(exc):
+            except (ChatFailure, JudgeResponseError) as exc:
+                if (
+                    isinstance(exc, ChatFailure)
+                    and exc.status in (400, 422)
+                    and self.output_mode in _FALLBACK
+                    and _mentions_format(exc)
+                ):
                     self.output_mode = _FALLBACK[self.output_mode]
                     continue
-                raise self._translate(exc, calls, started) from None
-            except (openai.OpenAIError, JudgeResponseError) as exc:
                 if retries < max_retries and _retryable(exc):
                     retries += 1
                     await anyio.sleep(_retry_delay(exc, retries))
@@ -261,17 +274,14 @@ class OpenAIJudge:
             if telemetry.capture_content and span.is_recording():
                 span.set_attribute(INPUT_MESSAGES, messages_attribute(coerce_messages(sent)))
             try:
-                raw = await post_chat_completion(
-                    self._client.get(),
+                response = await self._client.get().post(
                     {
                         "model": self._model,
                         "messages": sent,
                         "temperature": self._temperature,
                         **self._format_kwargs(output_type, schema),
-                    },
-                    max_retries=0,
+                    }
                 )
-                response = read_chat_reply(raw)
             except BadBody as exc:  # a cut body, a proxy's error page, JSON of another shape
                 raise self._bad_body(str(exc)) from None
             record_chat_reply(
@@ -313,19 +323,22 @@ class OpenAIJudge:
         first, *rest = messages
         return [{"role": first["role"], "content": first["content"] + hint}, *rest]
 
-    def _translate(self, exc: openai.OpenAIError, calls: int, started: float) -> JudgeError:
+    def _translate(self, exc: ChatFailure, calls: int, started: float) -> JudgeError:
         message = redact(str(exc), self._api_key)
+        status = exc.status or 0
         error: JudgeError
-        if isinstance(exc, openai.APITimeoutError):
+        if exc.kind == "timeout":
             error = JudgeTimeoutError(f"judge request timed out: {message}")
-        elif isinstance(exc, openai.APIConnectionError):
+        elif exc.kind == "connection":
             error = JudgeConnectionError(f"judge endpoint unreachable: {message}")
-        elif isinstance(exc, openai.RateLimitError):
+        elif exc.kind == "too_large":
+            error = JudgeReplyTooLargeError(f"the judge's reply is too large: {message}")
+        elif status == 429:
             error = JudgeRateLimitError(f"judge endpoint rate-limited the request: {message}")
-        elif isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
+        elif status in (401, 403):
             error = JudgeAuthError(f"judge endpoint refused the credentials: {message}")
-        elif isinstance(exc, openai.APIStatusError) and exc.status_code >= 500:
-            error = JudgeServerError(f"judge endpoint failed ({exc.status_code}): {message}")
+        elif status >= 500:
+            error = JudgeServerError(f"judge endpoint failed ({status}): {message}")
         else:
             error = JudgeRequestError(f"judge request rejected: {message}")
         error.usage = _spent(calls, started)
@@ -336,29 +349,26 @@ def _spent(calls: int, started: float) -> JudgeUsage:
     return JudgeUsage(calls=calls, duration_ms=(time.perf_counter() - started) * 1000)
 
 
-def _retryable(exc: Exception) -> bool:
+def _retryable(exc: ChatFailure | JudgeResponseError) -> bool:
     """What the SDK itself would retry (timeouts, connection errors, 408, 409, 429, 5xx), and
     a 200 whose body is not a chat completion (a proxy's error page is as passing as a 502)."""
-    if isinstance(exc, JudgeResponseError | openai.APIConnectionError):
+    if isinstance(exc, JudgeResponseError) or exc.kind in ("timeout", "connection"):
         return True
-    if isinstance(exc, openai.APIStatusError):
-        return exc.status_code in (408, 409, 429) or exc.status_code >= 500
-    return False
+    status = exc.status or 0
+    return exc.kind == "status" and (status in (408, 409, 429) or status >= 500)
 
 
-def _retry_delay(exc: Exception, retry: int) -> float:
+def _retry_delay(exc: ChatFailure | JudgeResponseError, retry: int) -> float:
     """The server's Retry-After (as the SDK reads it: -ms, seconds or a date) when it is
     between 0 and 60 seconds, else exponential backoff with jitter."""
-    response = getattr(exc, "response", None)
-    headers = getattr(response, "headers", None)
-    if headers is not None:
-        wait = _retry_after(headers)
+    if isinstance(exc, ChatFailure):
+        wait = _retry_after(exc.headers)
         if wait is not None and 0 < wait <= _MAX_RETRY_AFTER:
             return wait
     return _backoff(retry)
 
 
-def _retry_after(headers: Any) -> float | None:
+def _retry_after(headers: Mapping[str, str]) -> float | None:
     try:
         milliseconds = headers.get("retry-after-ms")
         if milliseconds is not None:
@@ -379,8 +389,8 @@ def _backoff(retry: int) -> float:
     return min(_RETRY_DELAY * 2.0 ** (retry - 1), _MAX_RETRY_DELAY) * (1 - 0.25 * random.random())
 
 
-def _mentions_format(exc: openai.APIStatusError) -> bool:
-    text = str(exc).lower()
+def _mentions_format(exc: ChatFailure) -> bool:
+    text = exc.detail.lower()
     return any(hint in text for hint in _FORMAT_HINTS)
 
 

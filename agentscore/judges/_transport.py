@@ -1,0 +1,199 @@
+"""How a judge's Chat Completions request reaches the endpoint: one interface, two paths.
+
+A judge that builds its own client (`base_url`, `api_key`, or the SDK's environment) sends
+through `agentscore.judges._http`, about a sixth of the SDK's CPU per request; the SDK still
+resolves the configuration (OPENAI_BASE_URL, OPENAI_API_KEY, organisation and project
+headers). A client the user passes in may carry what only the SDK honours (its own
+`http_client` with proxies or certificates, Azure's deployment URLs and token providers),
+and so does a proxy set in the environment: those requests go through the SDK. Either path
+answers with a `ChatReply` or raises `BadBody` or `ChatFailure`, so retries, fallbacks and
+errors are decided once, in `OpenAIJudge`.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import ssl
+import urllib.request
+from collections.abc import Mapping
+from typing import Any, Literal, Protocol
+from urllib.parse import urlsplit
+
+import openai
+from openai import AsyncOpenAI
+
+from agentscore.judges._completion import ChatReply, post_chat_completion, read_chat_reply
+from agentscore.judges._http import HttpBodyTooLarge, HttpEndpoint, HttpError
+
+__all__ = ["ChatFailure", "ChatTransport", "FailureKind", "direct_or_sdk", "sdk_transport"]
+
+FailureKind = Literal["status", "timeout", "connection", "too_large", "other"]
+# Verdicts fill a few kilobytes; a body this large is a runaway or not a judge at all.
+_MIN_BODY_BYTES = 4 * 1024 * 1024
+_PREVIEW_CHARS = 300
+_DETAIL_BYTES = 4096
+
+
+class ChatFailure(Exception):
+    """No chat completion came back. `status` is the HTTP status when the endpoint answered
+    with one; `headers` are that answer's (Retry-After)."""
+
+    def __init__(
+        self,
+        message: str,
+        kind: FailureKind,
+        *,
+        status: int | None = None,
+        headers: Mapping[str, str] | None = None,
+        detail: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.kind: FailureKind = kind
+        self.status = status
+        self.headers: Mapping[str, str] = headers if headers is not None else {}
+        # What the endpoint said, longer than the message quotes (what a 400 objects to).
+        self.detail = message if detail is None else detail
+
+
+class ChatTransport(Protocol):
+    @property
+    def base_url(self) -> str: ...
+
+    @property
+    def max_retries(self) -> int: ...
+
+    async def post(self, body: dict[str, Any]) -> ChatReply: ...
+
+    async def close(self) -> None: ...
+
+
+class _SdkTransport:
+    def __init__(self, client: AsyncOpenAI) -> None:
+        self._client = client
+
+    @property
+    def base_url(self) -> str:
+        return str(self._client.base_url)
+
+    @property
+    def max_retries(self) -> int:
+        return self._client.max_retries
+
+    async def post(self, body: dict[str, Any]) -> ChatReply:
+        try:
+            response = await post_chat_completion(self._client, body, max_retries=0)
+        except openai.APIStatusError as exc:
+            raise ChatFailure(
+                str(exc), "status", status=exc.status_code, headers=exc.response.headers
+            ) from None
+        except openai.APITimeoutError as exc:
+            raise ChatFailure(str(exc), "timeout") from None
+        except openai.APIConnectionError as exc:
+            raise ChatFailure(str(exc), "connection") from None
+        except openai.OpenAIError as exc:
+            raise ChatFailure(str(exc), "other") from None
+        return read_chat_reply(response)
+
+    async def close(self) -> None:
+        await self._client.close()
+
+
+class _DirectTransport:
+    def __init__(self, client: AsyncOpenAI, endpoint: HttpEndpoint) -> None:
+        self._client = client  # the configuration's source, never used to send
+        self._endpoint = endpoint
+
+    @property
+    def base_url(self) -> str:
+        return str(self._client.base_url)
+
+    @property
+    def max_retries(self) -> int:
+        return self._client.max_retries
+
+    async def post(self, body: dict[str, Any]) -> ChatReply:
+        payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+        try:
+            response = await self._endpoint.post("/chat/completions", payload, "application/json")
+        except HttpBodyTooLarge as exc:
+            raise ChatFailure(str(exc), "too_large") from None
+        except HttpError as exc:
+            raise ChatFailure(str(exc), "timeout" if exc.timed_out else "connection") from None
+        if not 200 <= response.status < 300:
+            raise ChatFailure(
+                _status_message(response.status, response.content),
+                "status",
+                status=response.status,
+                headers=response.headers,
+                detail=response.content[:_DETAIL_BYTES].decode(errors="replace"),
+            )
+        return read_chat_reply(response)
+
+    async def close(self) -> None:
+        await self._endpoint.aclose()
+        await self._client.close()
+
+
+def sdk_transport(client: AsyncOpenAI) -> ChatTransport:
+    return _SdkTransport(client)
+
+
+def direct_or_sdk(client: AsyncOpenAI, *, timeout: float, max_reply_chars: int) -> ChatTransport:
+    """The direct path for a client the judge configured, unless something only the SDK
+    honours applies: a proxy from the environment, an API key that is a callable."""
+    base_url = str(client.base_url)
+    url = urlsplit(base_url)
+    if (
+        url.scheme not in ("http", "https")
+        or not isinstance(client.api_key, str)
+        or _proxied(url.scheme, url.hostname or "")
+    ):
+        return _SdkTransport(client)
+    headers = {
+        name: value
+        for name, value in {**client.default_headers, **client.auth_headers}.items()
+        if isinstance(value, str)
+    }
+    endpoint = HttpEndpoint(
+        base_url,
+        headers=headers,
+        timeout=timeout,
+        max_body_bytes=max(_MIN_BODY_BYTES, 16 * max_reply_chars),
+        ssl_context=_ssl_context() if url.scheme == "https" else None,
+    )
+    return _DirectTransport(client, endpoint)
+
+
+def _proxied(scheme: str, host: str) -> bool:
+    proxies = urllib.request.getproxies()
+    if not (proxies.get(scheme) or proxies.get("all")):
+        return False
+    return not urllib.request.proxy_bypass(host)
+
+
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    """The certificates the SDK's own transport trusts (SSL_CERT_FILE and SSL_CERT_DIR
+    honoured), so the two paths accept the same servers. Built once: it reads the store."""
+    if int(openai.__version__.split(".", 1)[0]) >= 3:
+        import httpx2
+
+        return httpx2.create_ssl_context()
+    import httpx
+
+    return httpx.create_ssl_context()
+
+
+def _status_message(status: int, content: bytes) -> str:
+    """As the SDK words it ("Error code: 429 - {...}"), the body cut to a preview: an error
+    page can be megabytes, and the message goes into results and logs."""
+    text = content[: 4 * _PREVIEW_CHARS].decode(errors="replace").strip()
+    try:
+        detail: object = json.loads(text)
+    except ValueError:
+        detail = text
+    shown = str(detail)
+    if len(shown) > _PREVIEW_CHARS or len(content) > 4 * _PREVIEW_CHARS:
+        shown = f"{shown[:_PREVIEW_CHARS]}... (of {len(content):,} bytes)"
+    return f"Error code: {status} - {shown}" if shown else f"Error code: {status}"
