@@ -5,8 +5,9 @@ reason and the failing claims, like deepeval's `assert_test`; it works with the 
 judge and with any OpenAI-compatible judge.
 
 `ScriptedEndpoint` answers Chat Completions requests from a script, through the real
-`openai` client and its HTTP stack (a mock transport, no sockets), and records every request
-it received, so tests assert on real parsed replies and on how many requests were made.
+`openai` client and its HTTP stack (a mock transport, no sockets) or, with `serve()`, over
+real sockets on 127.0.0.1 for anything configured by URL; it records every request it
+received, so tests assert on real parsed replies and on how many requests were made.
 """
 
 from __future__ import annotations
@@ -15,8 +16,10 @@ import importlib
 import itertools
 import json
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import ModuleType
 from typing import Any
 
@@ -229,26 +232,74 @@ class ScriptedEndpoint:
             http_client=httpx.Client(transport=httpx.MockTransport(handle)),
         )
 
+    @contextmanager
+    def serve(self) -> Iterator[str]:
+        """The script served over real sockets; yields the base URL (`http://127.0.0.1:<port>/v1`)
+        for a judge or client configured by URL. A "timeout" failure leaves the request
+        unanswered (until the client gives up or the server stops), a "connect" failure
+        closes the connection without an answer."""
+        stopping = threading.Event()
+        endpoint = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, as real endpoints
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                reply = endpoint._next_reply(body)
+                if reply.delay:
+                    stopping.wait(reply.delay)
+                if reply.failure is not None:
+                    if reply.failure == "timeout":
+                        stopping.wait(60)
+                    self.close_connection = True
+                    return
+                content, content_type = endpoint._content(body, reply)
+                self.send_response(reply.status)
+                for name, value in {"Content-Type": content_type, **reply.headers}.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(content)))
+                self.end_headers()
+                self.wfile.write(content)
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        server.daemon_threads = True
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+        finally:
+            stopping.set()
+            server.shutdown()
+            server.server_close()
+
+    def _next_reply(self, body: dict[str, Any]) -> ScriptedReply:
+        with self._lock:
+            self.requests.append(body)
+            return self._responder(body)
+
+    @staticmethod
+    def _content(body: dict[str, Any], reply: ScriptedReply) -> tuple[bytes, str]:
+        if body.get("stream") and reply.status == 200 and "choices" in (reply.body or {}):
+            return server_sent_events(dict(reply.body or {})), "text/event-stream"
+        return json.dumps(dict(reply.body or {})).encode(), "application/json"
+
     async def _handle(self, request: Any) -> Any:
         httpx = _http_module()
         body = json.loads(request.content or b"{}")
-        with self._lock:
-            self.requests.append(body)
-            reply = self._responder(body)
+        reply = self._next_reply(body)
         if reply.delay:
             await anyio.sleep(reply.delay)
         if reply.failure == "timeout":
             raise httpx.ReadTimeout("scripted timeout", request=request)
         if reply.failure == "connect":
             raise httpx.ConnectError("scripted connection failure", request=request)
-        if body.get("stream") and reply.status == 200 and "choices" in (reply.body or {}):
-            return httpx.Response(
-                200,
-                content=server_sent_events(dict(reply.body or {})),
-                headers={"content-type": "text/event-stream", **reply.headers},
-            )
+        content, content_type = self._content(body, reply)
         return httpx.Response(
-            reply.status, json=dict(reply.body or {}), headers=dict(reply.headers)
+            reply.status, content=content, headers={"content-type": content_type, **reply.headers}
         )
 
 

@@ -23,15 +23,32 @@ from tests.seeds import PYTHON, verify_reply
 pytestmark = pytest.mark.anyio
 
 FAST_RETRY = {"retry-after-ms": "5"}
+KEY = "sk-test-not-a-real-key"
 RUN = ScorerRun(input=PYTHON.query, output=PYTHON.response)
 GOOD = chat_completion(verify_reply(PYTHON))
 
 
-async def score_with(script: list[ScriptedReply], *, retries: int = 2, stepwise: bool = False):  # type: ignore[no-untyped-def]
+@pytest.fixture(params=["sdk", "http"])
+def transport(request: pytest.FixtureRequest) -> str:
+    """Each fault on both paths a request takes: through the SDK (a client the user passed
+    in) and through the judge's own HTTP client (a judge configured by URL), over sockets."""
+    return str(request.param)
+
+
+async def score_with(  # type: ignore[no-untyped-def]
+    script: list[ScriptedReply], transport: str, *, retries: int = 2, stepwise: bool = False
+):
     endpoint = ScriptedEndpoint(script)
-    judge = OpenAIJudge("judge-model", client=endpoint.client(max_retries=retries))
-    scorer = create_faithfulness_scorer(judge, context=PYTHON.context, stepwise=stepwise)
-    return await scorer.run(RUN), endpoint
+    if transport == "sdk":
+        judge = OpenAIJudge("judge-model", client=endpoint.client(max_retries=retries))
+        scorer = create_faithfulness_scorer(judge, context=PYTHON.context, stepwise=stepwise)
+        return await scorer.run(RUN), endpoint
+    with endpoint.serve() as url:
+        judge = OpenAIJudge(
+            "judge-model", base_url=url, api_key=KEY, max_retries=retries, timeout=0.5
+        )
+        scorer = create_faithfulness_scorer(judge, context=PYTHON.context, stepwise=stepwise)
+        return await scorer.run(RUN), endpoint
 
 
 @pytest.mark.parametrize(
@@ -57,8 +74,8 @@ async def score_with(script: list[ScriptedReply], *, retries: int = 2, stepwise:
         "empty",
     ],
 )
-async def test_invalid_reply_is_repaired_once(bad_reply: ScriptedReply) -> None:
-    result, endpoint = await score_with([bad_reply, GOOD])
+async def test_invalid_reply_is_repaired_once(bad_reply: ScriptedReply, transport: str) -> None:
+    result, endpoint = await score_with([bad_reply, GOOD], transport)
     assert result.status is ScoreStatus.SCORED
     assert result.score == 0.5
     assert len(endpoint.requests) == 2
@@ -68,9 +85,9 @@ async def test_invalid_reply_is_repaired_once(bad_reply: ScriptedReply) -> None:
     assert "could not be used" in repair[-1]["content"]
 
 
-async def test_invalid_twice_is_a_failed_result_never_a_score() -> None:
+async def test_invalid_twice_is_a_failed_result_never_a_score(transport: str) -> None:
     bad = chat_completion('{"claims": "nope"}')
-    result, endpoint = await score_with([bad, bad, GOOD])
+    result, endpoint = await score_with([bad, bad, GOOD], transport)
     assert result.status is ScoreStatus.FAILED
     assert result.score is None
     assert result.passed is None
@@ -80,11 +97,11 @@ async def test_invalid_twice_is_a_failed_result_never_a_score() -> None:
     assert len(endpoint.requests) == 2
 
 
-async def test_wrong_verdict_count_in_stepwise_mode_is_repaired_then_fails() -> None:
+async def test_wrong_verdict_count_in_stepwise_mode_is_repaired_then_fails(transport: str) -> None:
     claims = [claim for claim, _ in PYTHON.verdicts]
     short = chat_completion({"verdicts": [{"claim": "x", "verdict": "yes", "reason": "r"}]})
     result, endpoint = await score_with(
-        [chat_completion({"claims": claims}), short, short], stepwise=True
+        [chat_completion({"claims": claims}), short, short], transport, stepwise=True
     )
     assert result.status is ScoreStatus.FAILED
     assert result.error is not None and result.error.type == "JudgeOutputError"
@@ -93,15 +110,15 @@ async def test_wrong_verdict_count_in_stepwise_mode_is_repaired_then_fails() -> 
     assert result.preprocess_step_result == claims  # what was done before the failure is kept
 
 
-async def test_code_fenced_json_is_accepted_without_repair() -> None:
+async def test_code_fenced_json_is_accepted_without_repair(transport: str) -> None:
     fenced = chat_completion("```json\n" + GOOD.body["choices"][0]["message"]["content"] + "\n```")  # type: ignore[index]
-    result, endpoint = await score_with([fenced])
+    result, endpoint = await score_with([fenced], transport)
     assert result.score == 0.5
     assert len(endpoint.requests) == 1
 
 
-async def test_rate_limit_is_retried_honouring_retry_after() -> None:
-    result, endpoint = await score_with([http_error(429, headers=FAST_RETRY), GOOD])
+async def test_rate_limit_is_retried_honouring_retry_after(transport: str) -> None:
+    result, endpoint = await score_with([http_error(429, headers=FAST_RETRY), GOOD], transport)
     assert result.status is ScoreStatus.SCORED
     assert len(endpoint.requests) == 2
 
@@ -116,19 +133,19 @@ async def test_rate_limit_is_retried_honouring_retry_after() -> None:
     ],
 )
 async def test_persistent_transient_errors_fail_after_bounded_retries(
-    reply: ScriptedReply, error_type: str
+    reply: ScriptedReply, error_type: str, transport: str
 ) -> None:
     started = time.perf_counter()
-    result, endpoint = await score_with([reply] * 10, retries=2)
+    result, endpoint = await score_with([reply] * 10, transport, retries=2)
     assert result.status is ScoreStatus.FAILED
     assert result.error is not None and result.error.type == error_type
     assert len(endpoint.requests) == 3  # the first try and two retries
     assert time.perf_counter() - started < 10
 
 
-async def test_auth_failure_is_not_retried_and_leaks_no_key() -> None:
+async def test_auth_failure_is_not_retried_and_leaks_no_key(transport: str) -> None:
     result, endpoint = await score_with(
-        [http_error(401, "Incorrect API key provided: sk-test-not-a-real-key")]
+        [http_error(401, "Incorrect API key provided: sk-test-not-a-real-key")], transport
     )
     assert result.error is not None and result.error.type == "JudgeAuthError"
     assert len(endpoint.requests) == 1
@@ -136,7 +153,7 @@ async def test_auth_failure_is_not_retried_and_leaks_no_key() -> None:
     assert "sk-test" not in result.model_dump_json()
 
 
-async def test_unsupported_response_format_falls_back_and_is_remembered() -> None:
+async def test_unsupported_response_format_falls_back_and_is_remembered(transport: str) -> None:
     def server(body: dict[str, object]) -> ScriptedReply:
         response_format = body.get("response_format")
         if response_format is not None:
@@ -144,25 +161,36 @@ async def test_unsupported_response_format_falls_back_and_is_remembered() -> Non
         return GOOD
 
     endpoint = ScriptedEndpoint(server)
-    judge = OpenAIJudge("judge-model", client=endpoint.client(max_retries=0), use_cache=False)
-    scorer = create_faithfulness_scorer(judge, context=PYTHON.context)
+    with endpoint.serve() as url:
+        if transport == "sdk":
+            judge = OpenAIJudge(
+                "judge-model", client=endpoint.client(max_retries=0), use_cache=False
+            )
+        else:
+            judge = OpenAIJudge(
+                "judge-model", base_url=url, api_key=KEY, max_retries=0, use_cache=False
+            )
+        scorer = create_faithfulness_scorer(judge, context=PYTHON.context)
 
-    first = await scorer.run(RUN)
-    assert first.score == 0.5
-    assert [r.get("response_format", {}).get("type") for r in endpoint.requests] == [  # type: ignore[attr-defined]
-        "json_schema",
-        "json_object",
-        None,
-    ]
-    assert judge.output_mode == "prompt"
-    assert '"verdict"' in endpoint.requests[2]["messages"][0]["content"]  # schema in the prompt
+        first = await scorer.run(RUN)
+        assert first.score == 0.5
+        assert [r.get("response_format", {}).get("type") for r in endpoint.requests] == [  # type: ignore[attr-defined]
+            "json_schema",
+            "json_object",
+            None,
+        ]
+        assert judge.output_mode == "prompt"
+        assert '"verdict"' in endpoint.requests[2]["messages"][0]["content"]  # schema in prompt
 
-    await scorer.run(RUN)
+        judge_again = await scorer.run(RUN)
+    assert judge_again.score == 0.5
     assert len(endpoint.requests) == 4  # straight to the mode that works
 
 
-async def test_other_bad_requests_are_not_mistaken_for_format_support() -> None:
-    result, endpoint = await score_with([http_error(400, "model 'judge-model' does not exist")])
+async def test_other_bad_requests_are_not_mistaken_for_format_support(transport: str) -> None:
+    result, endpoint = await score_with(
+        [http_error(400, "model 'judge-model' does not exist")], transport
+    )
     assert result.error is not None and result.error.type == "JudgeRequestError"
     assert len(endpoint.requests) == 1
 
@@ -202,10 +230,12 @@ async def test_a_bad_200_body_that_persists_is_a_typed_failure(bad: RawReply) ->
     assert "sk-raw-test" not in result.model_dump_json()
 
 
-async def test_a_fence_with_thousands_of_spaces_is_repaired_not_backtracked_on() -> None:
+async def test_a_fence_with_thousands_of_spaces_is_repaired_not_backtracked_on(
+    transport: str,
+) -> None:
     # A regex for the fence backtracked quadratically here: a minute for 4,000 spaces.
     runaway = chat_completion("```" + " " * 60_000 + "x")
-    result, endpoint = await score_with([runaway, GOOD])
+    result, endpoint = await score_with([runaway, GOOD], transport)
     assert result.status is ScoreStatus.SCORED
     assert result.score == 0.5
     assert len(endpoint.requests) == 2

@@ -13,6 +13,7 @@ reply, the deadline). An HTTP status, 4xx and 5xx included, is an answer and is 
 
 from __future__ import annotations
 
+import select
 import ssl
 import time
 import zlib
@@ -50,10 +51,6 @@ class HttpError(Exception):
 
 class HttpBodyTooLarge(HttpError):
     """The reply's body, decoded, is over the bound: a runaway, never read whole."""
-
-
-class _Stale(Exception):
-    """A kept-alive connection the server had closed before answering: try a new one."""
 
 
 class HttpEndpoint:
@@ -105,13 +102,8 @@ class HttpEndpoint:
         )
         try:
             with anyio.fail_after(self._timeout):
-                stream = await self._take_idle()
-                if stream is not None:
-                    try:
-                        return await self._exchange(stream, request, reused=True)
-                    except _Stale:
-                        pass
-                return await self._exchange(await self._connect(), request, reused=False)
+                stream = await self._take_idle() or await self._connect()
+                return await self._exchange(stream, request)
         except TimeoutError:
             raise HttpError(
                 f"no reply within {self._timeout:g} s from {self._origin()}", timed_out=True
@@ -126,7 +118,7 @@ class HttpEndpoint:
         now = time.monotonic()
         while self._idle:
             stream, since = self._idle.pop()
-            if now - since < _MAX_IDLE_SECONDS:
+            if now - since < _MAX_IDLE_SECONDS and _still_open(stream):
                 return stream
             await anyio.aclose_forcefully(stream)
         return None
@@ -145,17 +137,15 @@ class HttpEndpoint:
             raise HttpError(f"cannot connect to {self._origin()}: {_reason(exc)}") from None
         return stream
 
-    async def _exchange(
-        self, stream: anyio.abc.ByteStream, request: bytes, *, reused: bool
-    ) -> HttpResponse:
+    async def _exchange(self, stream: anyio.abc.ByteStream, request: bytes) -> HttpResponse:
         reader = _Reader(stream, self._max_body_bytes)
         try:
             try:
                 await stream.send(request)
                 response, keep_alive = await reader.response()
             except (OSError, anyio.BrokenResourceError, anyio.EndOfStream, ssl.SSLError) as exc:
-                if reused and not reader.received:
-                    raise _Stale from None
+                # Not resent here: the server may have read the request. The judge's own
+                # retries decide, counted and spaced like any other connection failure.
                 raise HttpError(f"connection to {self._origin()} failed: {_reason(exc)}") from None
         except BaseException:
             # Cancelled or failed midway: what is left on the wire belongs to no request.
@@ -178,7 +168,6 @@ class _Reader:
         self._stream = stream
         self._max_body_bytes = max_body_bytes
         self._buffer = bytearray()
-        self.received = False
 
     async def response(self) -> tuple[HttpResponse, bool]:
         while True:
@@ -288,11 +277,8 @@ class _Reader:
             data = await self._stream.receive(_READ_BYTES)
         except anyio.EndOfStream:
             if required:
-                if not self.received:
-                    raise
-                raise HttpError("the connection closed in the middle of the reply") from None
+                raise HttpError("the connection closed before the reply ended") from None
             return False
-        self.received = True
         self._buffer += data
         return True
 
@@ -313,6 +299,19 @@ def _header_lines(headers: dict[str, str]) -> list[str]:
             raise ValueError(f"the header {name!r} has a character a header cannot carry")
         lines.append(f"{name}: {value}")
     return lines
+
+
+def _still_open(stream: anyio.abc.ByteStream) -> bool:
+    """Whether an idle kept-alive connection can carry a request: the server closes one it
+    has kept idle long enough, and a request sent on it would fail. An idle connection has
+    nothing to read; one the peer closed stays readable (its FIN, a TLS close_notify, stray
+    bytes), even after asyncio's transport took them. One zero-timeout poll, as httpcore."""
+    sock = stream.extra(anyio.abc.SocketAttribute.raw_socket, None)
+    if sock is None or sock.fileno() < 0:
+        return False
+    poller = select.poll()
+    poller.register(sock.fileno(), select.POLLIN)
+    return not poller.poll(0)
 
 
 def _reason(exc: BaseException) -> str:

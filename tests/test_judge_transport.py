@@ -1,0 +1,101 @@
+"""Which path a judge's request takes, and that both say the same to the endpoint.
+
+A judge configured by URL (or by the SDK's environment) sends through its own HTTP client;
+a client the user passes in, or a proxy in the environment, keeps the SDK. Against a real
+HTTP server on 127.0.0.1 (tests/chat_server.py); the fault matrix of both paths is in
+tests/test_judge_faults.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+from openai import AsyncOpenAI
+
+from agentscore.judges import OpenAIJudge
+from agentscore.run import ScorerRun
+from agentscore.scorers import ScoreStatus, create_faithfulness_scorer
+from tests.chat_server import Answer, Request, chat_server, judge_reply
+from tests.seeds import PYTHON, verify_reply
+
+pytestmark = pytest.mark.anyio
+
+KEY = "sk-transport-test-0123456789"
+RUN = ScorerRun(input=PYTHON.query, output=PYTHON.response)
+
+
+def good(_: Request) -> Answer:
+    return judge_reply(verify_reply(PYTHON))
+
+
+async def test_a_judge_configured_by_url_sends_the_sdks_headers_through_its_own_client(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-test")
+    monkeypatch.setenv("OPENAI_PROJECT_ID", "proj-test")
+    with chat_server(good) as server:
+        judge = OpenAIJudge("judge-model", base_url=server.base_url, api_key=KEY, use_cache=False)
+        scorer = create_faithfulness_scorer(judge, context=PYTHON.context)
+        results = [await scorer.run(RUN) for _ in range(3)]
+    assert [result.score for result in results] == [0.5, 0.5, 0.5]
+    headers = server.requests[0].headers
+    assert headers["authorization"] == f"Bearer {KEY}"
+    assert headers["openai-organization"] == "org-test"
+    assert headers["openai-project"] == "proj-test"
+    assert headers["user-agent"].startswith("AsyncOpenAI/Python")
+    assert headers["content-type"] == "application/json"
+    assert headers["accept-encoding"] == "identity"  # this client's; the SDK asks for gzip
+    body = server.requests[0].body
+    assert body["model"] == "judge-model"
+    assert body["response_format"]["type"] == "json_schema"
+    assert len(server.requests) == 3
+
+
+async def test_a_client_the_user_passes_keeps_the_sdk() -> None:
+    with chat_server(good) as server:
+        client = AsyncOpenAI(api_key=KEY, base_url=server.base_url, max_retries=0)
+        judge = OpenAIJudge("judge-model", client=client)
+        result = await create_faithfulness_scorer(judge, context=PYTHON.context).run(RUN)
+        await client.close()
+    assert result.score == 0.5
+    assert "gzip" in server.requests[0].headers["accept-encoding"]
+
+
+async def test_a_proxy_in_the_environment_is_honoured_through_the_sdk(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The "proxy" is the chat server itself: a request reaches it only through the proxy,
+    # since the judge's own host does not resolve.
+    with chat_server(good) as proxy:
+        monkeypatch.setenv("HTTP_PROXY", proxy.base_url.removesuffix("/v1"))
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+        judge = OpenAIJudge("judge-model", base_url="http://judge.invalid/v1", api_key=KEY)
+        result = await create_faithfulness_scorer(judge, context=PYTHON.context).run(RUN)
+    assert result.status is ScoreStatus.SCORED, result.error
+    assert result.score == 0.5
+    assert len(proxy.requests) == 1
+
+
+async def test_an_error_status_is_worded_as_the_sdk_words_it_and_bounded() -> None:
+    page = "x" * 100_000
+
+    def huge_error(_: Request) -> Answer:
+        return Answer(400, {"error": {"message": page, "type": "invalid_request_error"}})
+
+    with chat_server(huge_error) as server:
+        judge = OpenAIJudge("judge-model", base_url=server.base_url, api_key=KEY, max_retries=0)
+        result = await create_faithfulness_scorer(judge, context=PYTHON.context).run(RUN)
+    assert result.error is not None and result.error.type == "JudgeRequestError"
+    assert result.error.message.startswith("judge request rejected: Error code: 400 - ")
+    assert "bytes)" in result.error.message  # the body's size, not the body
+    assert len(result.error.message) < 1_000
+
+
+async def test_an_unreachable_endpoint_is_a_connection_error_naming_it() -> None:
+    with chat_server(good) as server:
+        url = server.base_url
+    judge = OpenAIJudge("judge-model", base_url=url, api_key=KEY, max_retries=0)
+    result = await create_faithfulness_scorer(judge, context=PYTHON.context).run(RUN)
+    assert result.error is not None and result.error.type == "JudgeConnectionError"
+    assert url.removesuffix("/v1") in result.error.message
+    assert KEY not in result.model_dump_json()
