@@ -174,7 +174,7 @@ async def test_unsupported_response_format_falls_back_and_is_remembered(transpor
 
         first = await scorer.run(RUN)
         assert first.score == 0.5
-        assert [r.get("response_format", {}).get("type") for r in endpoint.requests] == [  # type: ignore[attr-defined]
+        assert [r.get("response_format", {}).get("type") for r in endpoint.requests] == [
             "json_schema",
             "json_object",
             None,
