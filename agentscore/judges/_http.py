@@ -13,6 +13,7 @@ reply, the deadline). An HTTP status, 4xx and 5xx included, is an answer and is 
 
 from __future__ import annotations
 
+import re
 import select
 import ssl
 import time
@@ -32,6 +33,13 @@ _READ_BYTES = 65_536
 # nginx); one idle longer than this is closed here rather than tried.
 _MAX_IDLE_SECONDS = 30.0
 _MAX_IDLE_CONNECTIONS = 64
+# Framing numbers as the grammar has them, no more. `str.isdigit` took "²", which `int` then
+# refused (a ValueError out of `post`); `int(_, 16)` took "-", "+", "_" and "0x", and a negative
+# chunk size lowered the running total so that the chunks after it passed the body's bound; a
+# status "2" or "099" counted as a 1xx, and the next head was awaited until the deadline.
+_STATUS_CODE = re.compile(r"[1-9][0-9][0-9]")
+_DIGITS = re.compile(r"[0-9]+")
+_HEX_DIGITS = re.compile(rb"[0-9A-Fa-f]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,12 +135,19 @@ class HttpEndpoint:
         try:
             stream: anyio.abc.ByteStream = await anyio.connect_tcp(self._host, self._port)
             if self._tls:
-                stream = await TLSStream.wrap(
-                    stream,
-                    hostname=self._host,
-                    ssl_context=self._ssl_context,
-                    standard_compatible=False,
-                )
+                tcp = stream
+                try:
+                    stream = await TLSStream.wrap(
+                        tcp,
+                        hostname=self._host,
+                        ssl_context=self._ssl_context,
+                        standard_compatible=False,
+                    )
+                except BaseException:
+                    # A failed or cancelled handshake leaves the socket open (TLSStream.wrap
+                    # does not close it): the server held it until its own timeout.
+                    await anyio.aclose_forcefully(tcp)
+                    raise
         except (OSError, anyio.BrokenResourceError, ssl.SSLError) as exc:
             raise HttpError(f"cannot connect to {self._origin()}: {_reason(exc)}") from None
         return stream
@@ -146,7 +161,12 @@ class HttpEndpoint:
             except (OSError, anyio.BrokenResourceError, anyio.EndOfStream, ssl.SSLError) as exc:
                 # Not resent here: the server may have read the request. The judge's own
                 # retries decide, counted and spaced like any other connection failure.
-                raise HttpError(f"connection to {self._origin()} failed: {_reason(exc)}") from None
+                reason = (
+                    "closed without answering"
+                    if isinstance(exc, anyio.EndOfStream)
+                    else _reason(exc)
+                )
+                raise HttpError(f"connection to {self._origin()} failed: {reason}") from None
         except BaseException:
             # Cancelled or failed midway: what is left on the wire belongs to no request.
             await anyio.aclose_forcefully(stream)
@@ -168,19 +188,29 @@ class _Reader:
         self._stream = stream
         self._max_body_bytes = max_body_bytes
         self._buffer = bytearray()
+        self._answered = False
 
     async def response(self) -> tuple[HttpResponse, bool]:
         while True:
             status, version, headers = await self._head()
             if status >= 200:
                 break  # 1xx (100 Continue, 103 Early Hints) come before the real answer
-        content, framed = await self._body(headers)
+        if status in (204, 304):
+            # No body, whatever the headers say (RFC 9112 6.3). Read to the connection's end
+            # instead, a kept-alive one waited until the deadline.
+            content, framed = b"", True
+        else:
+            content, framed = await self._body(headers)
         encoding = headers.get("content-encoding", "identity").strip().lower()
         if encoding not in ("identity", ""):
             content = self._decode(content, encoding)
         connection = headers.get("connection", "").lower()
-        keep_alive = framed and (
-            "keep-alive" in connection if version == "HTTP/1.0" else "close" not in connection
+        # Bytes past the reply answer no request of ours (a 408 a server writes before it
+        # closes an idle connection): read with the next request, they would be its answer.
+        keep_alive = (
+            framed
+            and not self._buffer
+            and ("keep-alive" in connection if version == "HTTP/1.0" else "close" not in connection)
         )
         return HttpResponse(status, headers, content), keep_alive
 
@@ -191,7 +221,7 @@ class _Reader:
         status_line, *lines = head.split("\r\n")
         version, _, rest = status_line.partition(" ")
         code = rest[:3]
-        if not version.startswith("HTTP/1.") or not code.isdigit():
+        if not version.startswith("HTTP/1.") or not _STATUS_CODE.fullmatch(code):
             raise HttpError(f"not an HTTP/1.x reply: {status_line[:80]!r}")
         headers: dict[str, str] = {}
         for line in lines:
@@ -206,7 +236,7 @@ class _Reader:
             return await self._chunks(), True
         length = headers.get("content-length")
         if length is not None:
-            if not length.isdigit():
+            if not _DIGITS.fullmatch(length):
                 raise HttpError(f"a reply with Content-Length {length[:40]!r}")
             size = int(length)
             self._check_size(size)
@@ -227,10 +257,9 @@ class _Reader:
             end = await self._find(b"\r\n", 1024, "a chunk's size line")
             size_text = bytes(self._buffer[:end]).split(b";", 1)[0].strip()
             del self._buffer[: end + 2]
-            try:
-                size = int(size_text, 16)
-            except ValueError:
-                raise HttpError(f"a chunk size of {size_text[:40]!r}") from None
+            if not _HEX_DIGITS.fullmatch(size_text):
+                raise HttpError(f"a chunk size of {size_text[:40]!r}")
+            size = int(size_text, 16)
             if size == 0:
                 while (end := await self._find(b"\r\n", _MAX_HEAD_BYTES, "trailers")) > 0:
                     del self._buffer[: end + 2]
@@ -253,6 +282,8 @@ class _Reader:
         except zlib.error as exc:
             raise HttpError(f"a {encoding} body that does not decode: {exc}") from None
         self._check_size(len(decoded))
+        if not decoder.eof:  # cut short: what decoded is part of a reply, not a reply
+            raise HttpError(f"a {encoding} body that ends before its compressed stream does")
         return decoded
 
     def _check_size(self, size: int) -> None:
@@ -266,6 +297,8 @@ class _Reader:
                 raise HttpError(f"{what} longer than {limit:,} bytes")
             start = max(0, len(self._buffer) - len(marker) + 1)
             await self._read(required=True)
+        if end > limit:  # found in the read that passed the limit: still over it
+            raise HttpError(f"{what} longer than {limit:,} bytes")
         return end
 
     async def _fill(self, size: int) -> None:
@@ -276,9 +309,12 @@ class _Reader:
         try:
             data = await self._stream.receive(_READ_BYTES)
         except anyio.EndOfStream:
-            if required:
-                raise HttpError("the connection closed before the reply ended") from None
-            return False
+            if not required:
+                return False
+            if not self._answered:
+                raise  # closed without a word: a connection failure, worded by the caller
+            raise HttpError("the connection closed before the reply ended") from None
+        self._answered = True
         self._buffer += data
         return True
 
