@@ -42,7 +42,10 @@ _RETRY = (grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.UNAVAILABLE)
 # Where a sampled stack spends its time: the first rule whose marker is in the stack wins.
 _CATEGORIES = (
     ("judge: local judge (claims, alignment)", ("agentscore/judges/local", "grounding")),
-    ("judge: OpenAI client (request, parse)", ("openai/", "httpx/", "httpcore/")),
+    (
+        "judge: HTTP request and reply (own client or SDK)",
+        ("judges/_http.py", "judges/_transport.py", "openai/", "httpx", "httpcore"),
+    ),
     ("scorer steps, prompts, results", ("agentscore/scorers/", "agentscore/result")),
     ("export of evaluations (OTLP/HTTP)", ("serve/export.py", "exporter/otlp")),
     ("telemetry: spans, log records", ("agentscore/telemetry/", "opentelemetry/sdk")),

@@ -15,6 +15,7 @@ from agentscore.judges import OpenAIJudge
 from agentscore.run import ScorerRun
 from agentscore.scorers import ScoreStatus, create_faithfulness_scorer
 from tests.chat_server import Answer, Request, chat_server, judge_reply
+from tests.raw_http import RawReply, raw_http_server
 from tests.seeds import PYTHON, verify_reply
 
 pytestmark = pytest.mark.anyio
@@ -99,3 +100,18 @@ async def test_an_unreachable_endpoint_is_a_connection_error_naming_it() -> None
     assert result.error is not None and result.error.type == "JudgeConnectionError"
     assert url.removesuffix("/v1") in result.error.message
     assert KEY not in result.model_dump_json()
+
+
+async def test_a_redirect_is_not_followed_and_is_named_without_its_credentials() -> None:
+    moved = "https://user:hunter2@judge.example:8443/v2/chat/completions?token=s3cret#x"
+    with raw_http_server([RawReply(b"", status=308, location=moved)]) as server:
+        judge = OpenAIJudge("judge-model", base_url=server.url, api_key=KEY, max_retries=2)
+        result = await create_faithfulness_scorer(judge, context=PYTHON.context).run(RUN)
+    assert result.error is not None and result.error.type == "JudgeRequestError"
+    assert result.error.message == (
+        "judge request rejected: Error code: 308 - redirected to "
+        "https://judge.example:8443/v2/chat/completions"
+    )
+    assert len(server.requests) == 1  # not retried, not followed
+    for secret in ("hunter2", "s3cret", KEY):
+        assert secret not in result.model_dump_json()

@@ -1,11 +1,13 @@
 """A lean HTTP/1.1 client for the one request a judge makes: POST a JSON body, read the reply.
 
 Through the `openai` SDK (option models, `httpx`, `httpcore`, two socket writes, a liveness
-poll of every pooled connection) a request costs about 0.85 ms of CPU; on `agentscore serve`
-with a 50 ms judge that was a third of everything a score cost. This client costs about
-0.13 ms for the same exchange (`benchmarks/judge_transport.py`): the request in one write on
-a kept-alive connection, the reply framed by Content-Length or chunks, nothing more. It runs
-on anyio streams, so on asyncio and trio alike, and each loop keeps its own connections.
+poll of every pooled connection) a request costs about 0.8 ms of CPU; on `agentscore serve`
+with a 50 ms judge that was over a quarter of everything a score cost. This client costs
+about 0.17 ms for the same exchange (`benchmarks/judge_transport.py`): the request in one
+write on a kept-alive connection, the reply framed by Content-Length or chunks, nothing
+more. It runs on anyio streams, so on asyncio and trio alike; each loop keeps its own
+connections. No proxies, no HTTP/2, no redirects: `agentscore.judges._transport` sends
+through the SDK whatever needs them.
 
 Errors are `HttpError`: no answer at all (refused, reset, TLS, a malformed or oversized
 reply, the deadline). An HTTP status, 4xx and 5xx included, is an answer and is returned.

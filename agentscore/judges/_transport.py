@@ -18,7 +18,7 @@ import ssl
 import urllib.request
 from collections.abc import Mapping
 from typing import Any, Literal, Protocol
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import openai
 from openai import AsyncOpenAI
@@ -122,7 +122,7 @@ class _DirectTransport:
             raise ChatFailure(str(exc), "timeout" if exc.timed_out else "connection") from None
         if not 200 <= response.status < 300:
             raise ChatFailure(
-                _status_message(response.status, response.content),
+                _status_message(response.status, response.content, response.headers),
                 "status",
                 status=response.status,
                 headers=response.headers,
@@ -185,9 +185,23 @@ def _ssl_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
-def _status_message(status: int, content: bytes) -> str:
+def _without_secrets(url: str) -> str:
+    """A URL less what may carry a credential: user and password, query, fragment."""
+    parts = urlsplit(url[:_PREVIEW_CHARS])
+    try:
+        host, port = parts.hostname or "", parts.port
+    except ValueError:  # a port that is not a number
+        host, port = parts.hostname or "", None
+    return urlunsplit((parts.scheme, f"{host}:{port}" if port else host, parts.path, "", ""))
+
+
+def _status_message(status: int, content: bytes, headers: Mapping[str, str]) -> str:
     """As the SDK words it ("Error code: 429 - {...}"), the body cut to a preview: an error
-    page can be megabytes, and the message goes into results and logs."""
+    page can be megabytes, and the message goes into results and logs. A redirect is not
+    followed (a judge's POST would become a GET, or carry its key elsewhere); it is named."""
+    location = headers.get("location")
+    if 300 <= status < 400 and location:
+        return f"Error code: {status} - redirected to {_without_secrets(location)}"
     text = content[: 4 * _PREVIEW_CHARS].decode(errors="replace").strip()
     try:
         detail: object = json.loads(text)
