@@ -17,6 +17,7 @@ Usage: python benchmarks/scale_out.py [--generations N] [--processes 1 2 4] [--p
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import signal
@@ -30,11 +31,15 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
+import anyio
 import grpc
 import httpx
 from opentelemetry.sdk.trace import ReadableSpan
-from serve import Service, bodies, generations, judge_server, receiver, service
+from serve import ORDER, Service, bodies, generations, judge_server, receiver, service
 
+from agentscore.judges import OpenAIJudge
+from agentscore.run import ScorerRun
+from agentscore.scorers import create_faithfulness_scorer
 from agentscore.serve.grpc_ingest import EXPORT_METHOD
 
 _TICKS = os.sysconf("SC_CLK_TCK")
@@ -174,6 +179,34 @@ def _category(stack: str) -> str:
     return "other"
 
 
+def judge_alone(judge_url: str, count: int, concurrency: int = 16) -> tuple[float, float]:
+    """The reference for a service's ceiling: the same scorer and run shape against the same
+    scripted judge, `concurrency` at a time, in this process with no service around it
+    (no ingest, queue, spans or export). Returns scores/s and CPU ms per score."""
+    judge = OpenAIJudge("bench-judge", base_url=judge_url, api_key="bench", use_cache=False)
+    scorer = create_faithfulness_scorer(judge, context=[json.dumps(ORDER)])
+    remaining = count
+
+    async def one_slot() -> None:
+        nonlocal remaining
+        while remaining > 0:
+            remaining -= 1
+            output = f"Order 1042 shipped with UPS and arrives on 2026-11-24. (ticket {remaining})"
+            result = await scorer.run(ScorerRun(input=f"Where is {remaining}?", output=output))
+            if result.score is None:
+                raise RuntimeError(f"the reference run failed: {result.error}")
+
+    async def all_slots() -> None:
+        async with anyio.create_task_group() as group:
+            for _ in range(concurrency):
+                group.start_soon(one_slot)
+
+    started, cpu = time.perf_counter(), time.process_time()
+    anyio.run(all_slots)
+    elapsed = time.perf_counter() - started
+    return count / elapsed, 1000 * (time.process_time() - cpu) / count
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--generations", type=int, default=1000)
@@ -215,6 +248,12 @@ def main() -> None:
                     if wanted:
                         print(f"profile, {name}, 1 process (py-spy, all threads, not idle):")
                         print("\n".join(summarize(profile)))
+                if judge_url:
+                    rate, cpu_ms = judge_alone(judge_url, args.generations)
+                    print(
+                        f"{name}: the scorer alone, 16 at a time, no service: {rate:,.1f} "
+                        f"scores/s, {cpu_ms:.2f} CPU ms/score"
+                    )
                 base = runs[0].rate
                 for run in runs:
                     print(
