@@ -16,8 +16,9 @@ import functools
 import json
 import ssl
 import urllib.request
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 import openai
@@ -56,19 +57,9 @@ class ChatFailure(Exception):
         self.detail = message if detail is None else detail
 
 
-class ChatTransport(Protocol):
-    @property
-    def base_url(self) -> str: ...
+class ChatTransport(ABC):
+    """Sends a judge's request; `client` is the SDK client its configuration comes from."""
 
-    @property
-    def max_retries(self) -> int: ...
-
-    async def post(self, body: dict[str, Any]) -> ChatReply: ...
-
-    async def close(self) -> None: ...
-
-
-class _SdkTransport:
     def __init__(self, client: AsyncOpenAI) -> None:
         self._client = client
 
@@ -80,6 +71,14 @@ class _SdkTransport:
     def max_retries(self) -> int:
         return self._client.max_retries
 
+    @abstractmethod
+    async def post(self, body: dict[str, Any]) -> ChatReply: ...
+
+    async def close(self) -> None:
+        await self._client.close()
+
+
+class _SdkTransport(ChatTransport):
     async def post(self, body: dict[str, Any]) -> ChatReply:
         try:
             response = await post_chat_completion(self._client, body, max_retries=0)
@@ -95,22 +94,13 @@ class _SdkTransport:
             raise ChatFailure(str(exc), "other") from None
         return read_chat_reply(response)
 
-    async def close(self) -> None:
-        await self._client.close()
 
+class _DirectTransport(ChatTransport):
+    """Configured by `client`, which never sends: `endpoint` does."""
 
-class _DirectTransport:
     def __init__(self, client: AsyncOpenAI, endpoint: HttpEndpoint) -> None:
-        self._client = client  # the configuration's source, never used to send
+        super().__init__(client)
         self._endpoint = endpoint
-
-    @property
-    def base_url(self) -> str:
-        return str(self._client.base_url)
-
-    @property
-    def max_retries(self) -> int:
-        return self._client.max_retries
 
     async def post(self, body: dict[str, Any]) -> ChatReply:
         payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
@@ -132,7 +122,7 @@ class _DirectTransport:
 
     async def close(self) -> None:
         await self._endpoint.aclose()
-        await self._client.close()
+        await super().close()
 
 
 def sdk_transport(client: AsyncOpenAI) -> ChatTransport:
