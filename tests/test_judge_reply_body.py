@@ -79,9 +79,9 @@ def test_a_body_that_is_no_chat_completion_says_what_it_is(
 @pytest.mark.anyio
 async def test_a_users_legacy_httpx_client_is_used_and_read(otel: Otel) -> None:
     with raw_http_server([RawReply(GOOD)]) as server:
-        client = AsyncOpenAI(
-            api_key="sk-legacy-test", base_url=server.url, http_client=httpx.AsyncClient()
-        )
+        # openai 3 types `http_client` as httpx2's; a legacy httpx client is what this tests.
+        legacy: Any = httpx.AsyncClient()
+        client = AsyncOpenAI(api_key="sk-legacy-test", base_url=server.url, http_client=legacy)
         judge = OpenAIJudge("m", client=client)
         result = await create_faithfulness_scorer(judge, context=PYTHON.context).run(RUN)
     assert result.status is ScoreStatus.SCORED, result.error
