@@ -7,7 +7,13 @@ from typing import Any
 
 import pytest
 
-from agentscore.context import ToolResult, extract_tool_results, format_tool_result
+import agentscore.context as context_module
+from agentscore.context import (
+    ToolResult,
+    extract_tool_results,
+    format_tool_result,
+    found_context,
+)
 from agentscore.messages import Message, ToolCall
 from agentscore.run import ScorerRun
 
@@ -206,3 +212,55 @@ def test_format_tool_result_is_json_naming_the_tool() -> None:
     text = format_tool_result(ToolResult("weather", "c2", {"city": "Zürich"}, "18 °C in Zürich"))
     assert text == '{"tool": "weather", "result": "18 °C in Zürich"}'
     assert json.loads(text) == {"tool": "weather", "result": "18 °C in Zürich"}
+
+
+# -- read once per run ----------------------------------------------------------------------
+
+
+def test_a_runs_context_is_read_once_for_every_scorer_and_copy_of_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    reads: list[int] = []
+    real = context_module.extract_tool_results
+
+    def counted(output: object) -> list[ToolResult]:
+        reads.append(1)
+        return real(output)
+
+    monkeypatch.setattr(context_module, "extract_tool_results", counted)
+    rows = json.dumps([{"order": n, "status": "shipped"} for n in range(2_000)])
+    conversation = order_conversation()
+    conversation[1]["content"] = rows
+    run = ScorerRun(
+        input="Where is order 42?", output=conversation, documents=["Refunds: 30 days."]
+    )
+    # A job's copy in `agentscore serve` is another object with the same content.
+    copy = ScorerRun.model_validate_json(run.model_dump_json())
+
+    first = found_context(run)
+    assert found_context(run) == found_context(copy) == first
+    assert len(reads) == 1
+    assert first[1] == "Refunds: 30 days."
+    assert json.loads(first[0]) == {"tool": "lookup_order", "result": json.loads(rows)}
+
+    first.append("a caller's own chunk")  # callers get their own list
+    assert found_context(run)[-1] == "Refunds: 30 days."
+
+    other = ScorerRun(input="q", output=order_conversation(), documents=["Other."])
+    assert found_context(other)[-1] == "Other."  # other documents: another run
+    assert len(reads) == 2
+
+
+def test_the_runs_kept_are_bounded_in_entries_and_characters() -> None:
+    for n in range(40):
+        found_context(ScorerRun(input="q", output=order_conversation(), documents=[f"doc {n}"]))
+    assert len(context_module._found) <= context_module._FOUND_ENTRIES
+    big = "x" * (context_module._FOUND_CHARS // 3)
+    for n in range(4):
+        found_context(ScorerRun(input="q", output=order_conversation(), documents=[big + str(n)]))
+    assert context_module._found_chars <= context_module._FOUND_CHARS
+    assert sum(size for _, size in context_module._found.values()) == context_module._found_chars
+    huge = "y" * (context_module._FOUND_CHARS + 1)
+    run = ScorerRun(input="q", output=order_conversation(), documents=[huge])
+    assert found_context(run)[-1] == huge  # read, not kept: it would evict everything else
+    assert all(huge not in chunks for chunks, _ in context_module._found.values())

@@ -14,6 +14,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import math
+import os
 import threading
 from array import array
 from collections import Counter, OrderedDict
@@ -223,6 +224,15 @@ class Prepared:
 _cache: OrderedDict[bytes, tuple[Prepared, int]] = OrderedDict()
 _cached_chars = 0
 _lock = threading.Lock()
+
+
+def _unlock_after_fork() -> None:
+    # A fork while another thread held the lock would leave the child's copy held forever.
+    global _lock
+    _lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_unlock_after_fork)
 
 
 def prepare(context: Sequence[str]) -> Prepared:
