@@ -146,7 +146,7 @@ def scale(
 def _profile(pid: int, output: Path) -> subprocess.Popen[bytes]:
     py_spy = Path(sys.executable).with_name("py-spy")
     command = [str(py_spy), "record", "--pid", str(pid), "--format", "raw", "--nonblocking"]
-    command += ["--rate", "200", "--output", str(output)]
+    command += ["--rate", "200", "--output", str(output)] + (["--gil"] if os.environ.get("PYSPY_GIL") else [])
     sampler = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(1.0)  # attached before the clock starts
     return sampler

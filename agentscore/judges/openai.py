@@ -144,9 +144,9 @@ class OpenAIJudge:
 
     async def complete(self, request: JudgeRequest[T]) -> JudgeReply[T]:
         schema = strict_schema(request.output_type)
-        key = cache_key(self._model, self._temperature, request.system, request.prompt, schema)
         if self._cache is None:
             return await self._request(request, schema)
+        key = cache_key(self._model, self._temperature, request.system, request.prompt, schema)
         cached = self._cache.get(key)
         if isinstance(cached, request.output_type):
             return JudgeReply(cached, JudgeUsage(cache_hits=1))
