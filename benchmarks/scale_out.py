@@ -11,6 +11,7 @@ what bounds the ratio on a small machine. With --profile, py-spy samples the one
 runs (all threads, idle time left out) and prints where their time goes.
 
 Usage: python benchmarks/scale_out.py [--generations N] [--processes 1 2 4] [--profile]
+                                      [--gil] [--keep-profiles DIR] [--judges local scripted]
                                       [--synchronous FULL|NORMAL]
 """
 
@@ -106,6 +107,7 @@ def scale(
     judge_url: str,
     profile: Path | None,
     synchronous: str,
+    gil_only: bool = False,
 ) -> Run:
     count = len(spans) // 4
     env = {"BENCH_JUDGE_URL": judge_url} if judge_url else {}
@@ -118,7 +120,7 @@ def scale(
         for span in spans:  # by trace id, as the loadbalancing exporter routes
             shares[span.get_span_context().trace_id % processes].append(span)
         payloads = [bodies(share, 512) for share in shares]
-        sampler = _profile(services[0].pid, profile) if profile else None
+        sampler = _profile(services[0].pid, profile, gil_only) if profile else None
         cpu_before = sum(cpu_seconds(s.pid) for s in services)
         started = time.perf_counter()
         senders = [
@@ -143,10 +145,12 @@ def scale(
     return Run(processes, count / elapsed, cpu, elapsed, count)
 
 
-def _profile(pid: int, output: Path) -> subprocess.Popen[bytes]:
+def _profile(pid: int, output: Path, gil_only: bool) -> subprocess.Popen[bytes]:
     py_spy = Path(sys.executable).with_name("py-spy")
     command = [str(py_spy), "record", "--pid", str(pid), "--format", "raw", "--nonblocking"]
-    command += ["--rate", "200", "--output", str(output)] + (["--gil"] if os.environ.get("PYSPY_GIL") else [])
+    command += ["--rate", "200", "--output", str(output)]
+    if gil_only:  # only the thread holding the GIL: Python's own work, not threads waiting
+        command.append("--gil")
     sampler = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(1.0)  # attached before the clock starts
     return sampler
@@ -219,6 +223,9 @@ def main() -> None:
     parser.add_argument(
         "--keep-profiles", type=Path, help="directory to keep py-spy's raw profiles in"
     )
+    parser.add_argument(
+        "--gil", action="store_true", help="profile only the thread holding the GIL"
+    )
     args = parser.parse_args()
     print(
         f"machine: {os.cpu_count()} CPUs, {platform.platform()}, Python {platform.python_version()}"
@@ -243,6 +250,7 @@ def main() -> None:
                             judge_url,
                             profile if wanted else None,
                             args.synchronous,
+                            args.gil,
                         )
                     )
                     if wanted:
