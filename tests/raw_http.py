@@ -24,6 +24,7 @@ class RawServer:
     script: list[RawReply]
     requests: list[bytes] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)  # of every request, GETs too
+    paths: list[str] = field(default_factory=list)  # of every request, as sent
 
 
 @contextmanager
@@ -47,6 +48,7 @@ def raw_http_server(script: list[RawReply]) -> Iterator[RawServer]:
         def _answer(self) -> None:
             with lock:
                 served.headers.append(dict(self.headers.items()))
+                served.paths.append(self.path)
                 reply = served.script.pop(0) if len(served.script) > 1 else served.script[0]
             self.send_response(reply.status)
             if reply.location is not None:

@@ -828,6 +828,14 @@ def test_a_base_url_that_is_not_http_is_refused(url: str) -> None:
         HttpEndpoint(url, headers={}, timeout=1.0, max_body_bytes=1)
 
 
+@pytest.mark.parametrize(
+    "url", ["http://127.0.0.1/v 1", "http://127.0.0.1/v1?a=b c", "http://127.0.0.1/v1\r\nX: y"]
+)
+def test_a_base_url_that_would_break_the_request_line_is_refused(url: str) -> None:
+    with pytest.raises(ValueError, match="needs percent-encoding"):
+        HttpEndpoint(url, headers={}, timeout=1.0, max_body_bytes=1)
+
+
 async def test_the_request_bytes() -> None:
     body = b'{"messages":[{"content":"caf\xc3\xa9\r\n\\u0000"}]}'
     headers = {

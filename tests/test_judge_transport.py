@@ -8,6 +8,12 @@ tests/test_judge_faults.py.
 
 from __future__ import annotations
 
+import contextlib
+import json
+import socket
+import ssl
+import threading
+
 import pytest
 from openai import AsyncOpenAI
 
@@ -115,3 +121,42 @@ async def test_a_redirect_is_not_followed_and_is_named_without_its_credentials()
     assert len(server.requests) == 1  # not retried, not followed
     for secret in ("hunter2", "s3cret", KEY):
         assert secret not in result.model_dump_json()
+
+
+async def test_a_base_url_with_a_space_is_sent_encoded_as_the_sdk_encodes_it() -> None:
+    # The SDK resolves the URL (percent-encoding it) before this client sees it; what it
+    # could not encode would not reach the request line (tests/test_judge_http.py).
+    with raw_http_server(
+        [RawReply(json.dumps(judge_reply(verify_reply(PYTHON)).payload).encode())]
+    ) as server:
+        judge = OpenAIJudge("judge-model", base_url=server.url + "/a b", api_key=KEY)
+        result = await create_faithfulness_scorer(judge, context=PYTHON.context).run(RUN)
+    assert result.score == 0.5
+    assert server.paths == ["/v1/a%20b/chat/completions"]
+    assert server.headers[0]["Accept-Encoding"] == "identity"
+
+
+async def test_https_uses_the_trust_store_the_sdk_uses() -> None:
+    # A server whose certificate no public store trusts: refused by certificate
+    # verification (not by a context that cannot be used with anyio's TLS).
+    trustme = pytest.importorskip("trustme")
+    ca = trustme.CA()
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1").configure_cert(server_context)
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = listener.getsockname()[1]
+
+        def serve_one() -> None:
+            conn, _ = listener.accept()
+            with contextlib.suppress(OSError), server_context.wrap_socket(conn, server_side=True):
+                pass
+
+        thread = threading.Thread(target=serve_one, daemon=True)
+        thread.start()
+        judge = OpenAIJudge(
+            "judge-model", base_url=f"https://127.0.0.1:{port}/v1", api_key=KEY, max_retries=0
+        )
+        result = await create_faithfulness_scorer(judge, context=PYTHON.context).run(RUN)
+        thread.join(5)
+    assert result.error is not None and result.error.type == "JudgeConnectionError"
+    assert "CERTIFICATE_VERIFY_FAILED" in result.error.message

@@ -42,6 +42,8 @@ _MAX_IDLE_CONNECTIONS = 64
 _STATUS_CODE = re.compile(r"[1-9][0-9][0-9]")
 _DIGITS = re.compile(r"[0-9]+")
 _HEX_DIGITS = re.compile(rb"[0-9A-Fa-f]+")
+# What a request target may hold unencoded (RFC 3986's unreserved, sub-delims, ":@/?%").
+_REQUEST_TARGET = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@/?%]*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +85,10 @@ class HttpEndpoint:
         url = urlsplit(base_url)
         if url.scheme not in ("http", "https") or not url.hostname:
             raise ValueError(f"not an http(s) URL: {base_url!r}")
+        if not _REQUEST_TARGET.fullmatch(url.path + url.query):
+            # A space or a line break would end the request line early: sent as is, the
+            # rest would be read as headers (request smuggling).
+            raise ValueError("a base URL whose path or query needs percent-encoding")
         self._tls = url.scheme == "https"
         self._host = url.hostname
         self._port = url.port or (443 if self._tls else 80)

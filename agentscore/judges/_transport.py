@@ -131,7 +131,8 @@ def sdk_transport(client: AsyncOpenAI) -> ChatTransport:
 
 def direct_or_sdk(client: AsyncOpenAI, *, timeout: float, max_reply_chars: int) -> ChatTransport:
     """The direct path for a client the judge configured, unless something only the SDK
-    honours applies: a proxy from the environment, an API key that is a callable."""
+    honours applies: a proxy from the environment, an API key that is a callable, a URL or
+    header to encode."""
     base_url = str(client.base_url)
     url = urlsplit(base_url)
     if (
@@ -145,13 +146,18 @@ def direct_or_sdk(client: AsyncOpenAI, *, timeout: float, max_reply_chars: int) 
         for name, value in {**client.default_headers, **client.auth_headers}.items()
         if isinstance(value, str)
     }
-    endpoint = HttpEndpoint(
-        base_url,
-        headers=headers,
-        timeout=timeout,
-        max_body_bytes=max(_MIN_BODY_BYTES, 16 * max_reply_chars),
-        ssl_context=_ssl_context() if url.scheme == "https" else None,
-    )
+    try:
+        endpoint = HttpEndpoint(
+            base_url,
+            headers=headers,
+            timeout=timeout,
+            max_body_bytes=max(_MIN_BODY_BYTES, 16 * max_reply_chars),
+            ssl_context=_ssl_context() if url.scheme == "https" else None,
+        )
+    except (ValueError, UnicodeError):
+        # A URL or header this client does not send as given (one to percent-encode, a
+        # header that is not Latin-1): the SDK's transport encodes it, or says what is wrong.
+        return _SdkTransport(client)
     return _DirectTransport(client, endpoint)
 
 
