@@ -18,6 +18,7 @@ import pytest
 from openai import AsyncOpenAI
 
 from agentscore.judges import OpenAIJudge
+from agentscore.judges._transport import direct_or_sdk
 from agentscore.run import ScorerRun
 from agentscore.scorers import ScoreStatus, create_faithfulness_scorer
 from tests.chat_server import Answer, Request, chat_server, judge_reply
@@ -160,3 +161,33 @@ async def test_https_uses_the_trust_store_the_sdk_uses() -> None:
         thread.join(5)
     assert result.error is not None and result.error.type == "JudgeConnectionError"
     assert "CERTIFICATE_VERIFY_FAILED" in result.error.message
+
+
+@pytest.mark.parametrize(
+    ("base_url", "environment", "path"),
+    [
+        ("http://127.0.0.1:9/v1", {}, "own"),
+        ("https://api.example/v1", {}, "own"),
+        ("https://api.example/v1", {"HTTPS_PROXY": "http://proxy.example:3128"}, "sdk"),
+        ("https://api.example/v1", {"ALL_PROXY": "http://proxy.example:3128"}, "sdk"),
+        (
+            "https://api.example/v1",
+            {"HTTPS_PROXY": "http://proxy.example:3128", "NO_PROXY": "api.example"},
+            "own",
+        ),
+        ("http://127.0.0.1:9/v1", {"HTTPS_PROXY": "http://proxy.example:3128"}, "own"),
+        ("https://user:secret@api.example/v1", {}, "sdk"),
+    ],
+)
+def test_which_path_a_judges_own_client_takes(
+    monkeypatch: pytest.MonkeyPatch, base_url: str, environment: dict[str, str], path: str
+) -> None:
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    client = AsyncOpenAI(api_key=KEY, base_url=base_url)
+    transport = direct_or_sdk(client, timeout=5.0, max_reply_chars=65_536)
+    assert type(transport).__name__ == ("_DirectTransport" if path == "own" else "_SdkTransport")
+    assert transport.base_url == str(client.base_url)

@@ -131,12 +131,13 @@ def sdk_transport(client: AsyncOpenAI) -> ChatTransport:
 
 def direct_or_sdk(client: AsyncOpenAI, *, timeout: float, max_reply_chars: int) -> ChatTransport:
     """The direct path for a client the judge configured, unless something only the SDK
-    honours applies: a proxy from the environment, an API key that is a callable, a URL or
-    header to encode."""
+    honours applies: a proxy from the environment, credentials in the URL, an API key that
+    is a callable, a URL or header to encode."""
     base_url = str(client.base_url)
     url = urlsplit(base_url)
     if (
         url.scheme not in ("http", "https")
+        or url.username is not None  # credentials in the URL: the SDK sends them as auth
         or not isinstance(client.api_key, str)
         or _proxied(url.scheme, url.hostname or "")
     ):
