@@ -4,9 +4,6 @@ callback contract."""
 from __future__ import annotations
 
 import json
-import os
-import threading
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -14,6 +11,7 @@ from typing import Any, Literal
 from agentscore.adapters import coerce_messages
 from agentscore.messages import Message, pair_tool_calls
 from agentscore.run import ScorerRun
+from agentscore.runtime.recent import RecentValues
 
 __all__ = [
     "ContextParams",
@@ -103,46 +101,16 @@ def found_context(run: ScorerRun) -> list[str]:
         tuple(m for m in run.output if m.role == "tool" or m.tool_calls),
         tuple(run.documents),
     )
-    with _found_lock:
-        hit = _found.get(key)
-        if hit is not None:
-            _found.move_to_end(key)
-            return list(hit[0])
-    tools = [format_tool_result(result) for result in extract_tool_results(run.output)]
-    found = tools + list(run.documents)
-    size = sum(len(chunk) for chunk in found)
-    if size <= _FOUND_CHARS:
-        _keep(key, found, size)
-    return list(found)
+    kept = _found.get(key)
+    if kept is None:
+        tools = [format_tool_result(result) for result in extract_tool_results(run.output)]
+        kept = tools + list(run.documents)
+        _found.put(key, kept, sum(len(chunk) for chunk in kept))
+    return list(kept)
 
 
-_FOUND_ENTRIES = 16
-# What the kept runs' chunks may hold, in characters (their keys keep the run's own text).
-_FOUND_CHARS = 4_000_000
-_found: OrderedDict[object, tuple[list[str], int]] = OrderedDict()
-_found_chars = 0
-_found_lock = threading.Lock()
-
-
-def _unlock_after_fork() -> None:
-    # A fork while another thread held the lock would leave the child's copy held forever.
-    global _found_lock
-    _found_lock = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_unlock_after_fork)
-
-
-def _keep(key: object, found: list[str], size: int) -> None:
-    global _found_chars
-    with _found_lock:
-        if key in _found:
-            return
-        _found[key] = (found, size)
-        _found_chars += size
-        while len(_found) > _FOUND_ENTRIES or _found_chars > _FOUND_CHARS:
-            _, (_, evicted) = _found.popitem(last=False)
-            _found_chars -= evicted
+# The keys keep the runs' own text too: 16 runs, 4 million characters of chunks.
+_found: RecentValues[list[str]] = RecentValues(entries=16, size=4_000_000)
 
 
 def run_context(params: ContextParams) -> list[str]:

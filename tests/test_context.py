@@ -254,13 +254,14 @@ def test_a_runs_context_is_read_once_for_every_scorer_and_copy_of_it(
 def test_the_runs_kept_are_bounded_in_entries_and_characters() -> None:
     for n in range(40):
         found_context(ScorerRun(input="q", output=order_conversation(), documents=[f"doc {n}"]))
-    assert len(context_module._found) <= context_module._FOUND_ENTRIES
-    big = "x" * (context_module._FOUND_CHARS // 3)
+    kept = context_module._found
+    assert len(kept) <= kept.entries
+    big = "x" * (kept.size // 3)
     for n in range(4):
         found_context(ScorerRun(input="q", output=order_conversation(), documents=[big + str(n)]))
-    assert context_module._found_chars <= context_module._FOUND_CHARS
-    assert sum(size for _, size in context_module._found.values()) == context_module._found_chars
-    huge = "y" * (context_module._FOUND_CHARS + 1)
+    assert kept.total_size <= kept.size
+    assert kept.total_size == sum(len(chunk) for chunks in kept.values() for chunk in chunks)
+    huge = "y" * (kept.size + 1)
     run = ScorerRun(input="q", output=order_conversation(), documents=[huge])
     assert found_context(run)[-1] == huge  # read, not kept: it would evict everything else
-    assert all(huge not in chunks for chunks, _ in context_module._found.values())
+    assert all(huge not in chunks for chunks in kept.values())

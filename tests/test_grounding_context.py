@@ -55,7 +55,6 @@ def agent_run(result: str, answer: str) -> ScorerRun:
 @pytest.fixture(autouse=True)
 def empty_cache() -> None:
     prepared_contexts._cache.clear()
-    prepared_contexts._cached_chars = 0
 
 
 def preparations(monkeypatch: pytest.MonkeyPatch) -> list[int]:
@@ -131,13 +130,12 @@ def test_a_shared_preparation_gives_the_verdicts_of_a_fresh_one() -> None:
     first = check_claims(claims, context, mode="hallucination")
     assert prepare(list(context)) is prepare([str(item) for item in context])  # the cached one
     prepared_contexts._cache.clear()
-    prepared_contexts._cached_chars = 0
     assert check_claims(claims, context, mode="hallucination") == first
     assert [c.verdict for c in first] == ["yes", "no", "no", "no", "yes"]
 
 
 def test_the_cache_is_bounded_in_entries_and_characters(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(prepared_contexts, "CACHE_CHARS", 10_000)
+    monkeypatch.setattr(prepared_contexts._cache, "size", 10_000)
     for n in range(prepared_contexts.CACHE_ENTRIES + 5):
         prepare([f"Order {n} shipped on day {n}."])
     assert len(prepared_contexts._cache) == prepared_contexts.CACHE_ENTRIES
@@ -146,8 +144,7 @@ def test_the_cache_is_bounded_in_entries_and_characters(monkeypatch: pytest.Monk
     assert prepare([big]) is not prepare([big])
     for n in range(3):
         prepare([orders(40, f"c{n}")])  # about 3,000 characters each
-    assert prepared_contexts._cached_chars <= 10_000
-    assert prepared_contexts._cached_chars == sum(s for _, s in prepared_contexts._cache.values())
+    assert prepared_contexts._cache.total_size <= 10_000
 
 
 async def test_a_one_megabyte_tool_result_is_scored_by_both_scorers_from_one_reading(

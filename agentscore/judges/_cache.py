@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import OrderedDict
-from threading import Lock
 from typing import Any
 
 from pydantic import BaseModel
 from pydantic_core import to_json
 
 from agentscore._options import check_number
+from agentscore.runtime.recent import RecentValues
 
 __all__ = ["DEFAULT_MAX_BYTES", "ResponseCache", "cache_key"]
 
@@ -31,38 +30,18 @@ class ResponseCache:
     def __init__(self, max_entries: int = 2048, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         check_number("ResponseCache max_entries", max_entries, low=1, integer=True)
         check_number("ResponseCache max_bytes", max_bytes, low=1, integer=True)
-        self._max_entries = max_entries
-        self._max_bytes = max_bytes
-        self._entries: OrderedDict[str, tuple[BaseModel, int]] = OrderedDict()
-        self._bytes = 0
-        self._lock = Lock()
+        self._replies: RecentValues[BaseModel] = RecentValues(entries=max_entries, size=max_bytes)
 
     def get(self, key: str) -> BaseModel | None:
-        with self._lock:
-            entry = self._entries.get(key)
-            if entry is None:
-                return None
-            self._entries.move_to_end(key)
-            return entry[0]
+        return self._replies.get(key)
 
     def put(self, key: str, value: BaseModel) -> None:
-        size = len(to_json(value))
-        with self._lock:
-            previous = self._entries.pop(key, None)
-            if previous is not None:
-                self._bytes -= previous[1]
-            if size > self._max_bytes:
-                return  # keeping it would evict everything else
-            self._entries[key] = (value, size)
-            self._bytes += size
-            while len(self._entries) > self._max_entries or self._bytes > self._max_bytes:
-                _, (_, evicted) = self._entries.popitem(last=False)
-                self._bytes -= evicted
+        self._replies.put(key, value, len(to_json(value)))
 
     @property
     def nbytes(self) -> int:
         """The size of the cached replies' JSON, in bytes."""
-        return self._bytes
+        return self._replies.total_size
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._replies)

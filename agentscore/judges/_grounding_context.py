@@ -14,10 +14,8 @@ from __future__ import annotations
 import bisect
 import hashlib
 import math
-import os
-import threading
 from array import array
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from functools import cached_property
 from typing import Any, TypeVar
@@ -28,6 +26,7 @@ from agentscore.judges._grounding_numbers import Number
 from agentscore.judges._grounding_numindex import NumberIndex
 from agentscore.judges._grounding_parse import Parsed, parse, word_pairs
 from agentscore.judges._grounding_text import words
+from agentscore.runtime.recent import RecentValues
 
 __all__ = ["NAME_PREFIX", "Place", "Prepared", "prepare", "universals"]
 
@@ -221,23 +220,11 @@ class Prepared:
         return f"{keys}: {sentence}" if keys else sentence
 
 
-_cache: OrderedDict[bytes, tuple[Prepared, int]] = OrderedDict()
-_cached_chars = 0
-_lock = threading.Lock()
-
-
-def _unlock_after_fork() -> None:
-    # A fork while another thread held the lock would leave the child's copy held forever.
-    global _lock
-    _lock = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_unlock_after_fork)
+_cache: RecentValues[Prepared] = RecentValues(entries=CACHE_ENTRIES, size=CACHE_CHARS)
 
 
 def prepare(context: Sequence[str]) -> Prepared:
     """The prepared form of `context`, from the cache when the same text was prepared lately."""
-    global _cached_chars
     items = [item if isinstance(item, str) else str(item) for item in context]
     digest = hashlib.blake2b(digest_size=16)
     for item in items:
@@ -245,20 +232,8 @@ def prepare(context: Sequence[str]) -> Prepared:
         digest.update(len(data).to_bytes(8, "little"))
         digest.update(data)
     key = digest.digest()
-    with _lock:
-        hit = _cache.get(key)
-        if hit is not None:
-            _cache.move_to_end(key)
-            return hit[0]
-    prepared = Prepared(items)
-    size = sum(len(item) for item in items)
-    if size > CACHE_CHARS:
-        return prepared  # would evict everything else for one context
-    with _lock:
-        if key not in _cache:
-            _cache[key] = (prepared, size)
-            _cached_chars += size
-        while len(_cache) > CACHE_ENTRIES or _cached_chars > CACHE_CHARS:
-            _, (_, evicted) = _cache.popitem(last=False)
-            _cached_chars -= evicted
+    prepared = _cache.get(key)
+    if prepared is None:
+        prepared = Prepared(items)
+        _cache.put(key, prepared, sum(len(item) for item in items))
     return prepared
