@@ -80,21 +80,20 @@ class Conn:
     def wait_eof(self, timeout: float) -> bool:
         """Whether the client closed within `timeout` s; what it sent meanwhile is `after`."""
         deadline = time.monotonic() + timeout
-        self.after += bytes(self._buffer)
-        self._buffer.clear()
-        while (left := deadline - time.monotonic()) > 0:
-            self.sock.settimeout(left)
-            try:
-                data = self.sock.recv(65_536)
-            except TimeoutError:
-                break
-            except ConnectionResetError:
-                data = b""
-            if not data:
-                self.client_closed.set()
-                return True
-            self.after += data
-        return False
+        previous = self.sock.gettimeout()
+        try:
+            while (left := deadline - time.monotonic()) > 0:
+                self.sock.settimeout(left)
+                try:
+                    if not self._recv():
+                        return True
+                except TimeoutError:
+                    break
+            return False
+        finally:
+            self.sock.settimeout(previous)
+            self.after += bytes(self._buffer)
+            self._buffer.clear()
 
     def close_write(self) -> None:
         """FIN to the client, still reading: a client that wrongly reuses it is seen here."""
