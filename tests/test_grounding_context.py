@@ -12,7 +12,7 @@ from agentscore.judges import _grounding_context as prepared_contexts
 from agentscore.judges._grounding import check_claims
 from agentscore.judges._grounding_context import Prepared, prepare
 from agentscore.judges._grounding_numbers import Number
-from agentscore.judges._grounding_parse import Parsed
+from agentscore.judges._grounding_parse import Parsed, parse
 from agentscore.result import ScoreStatus
 from agentscore.run import ScorerRun
 from agentscore.scorers import create_faithfulness_scorer, create_hallucination_scorer
@@ -91,7 +91,7 @@ async def test_faithfulness_and_hallucination_on_one_run_prepare_its_context_onc
 def parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The lines the prepared context parses in full."""
     parsed: list[str] = []
-    original = prepared_contexts.parse
+    original = parse  # the function the prepared context calls, wrapped where it calls it
 
     def counting(text: str, numbers: Sequence[Number] | None = None) -> Parsed:
         parsed.append(text)
