@@ -12,7 +12,6 @@ received, so tests assert on real parsed replies and on how many requests were m
 
 from __future__ import annotations
 
-import importlib
 import itertools
 import json
 import threading
@@ -20,13 +19,12 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import ModuleType
 from typing import Any
 
 import anyio
-import openai
 from openai import AsyncOpenAI, OpenAI
 
+from agentscore._clients import sdk_http_module
 from agentscore._failing import describe_failure, failing_claims
 from agentscore.agent import AgentResult
 from agentscore.result import ScoreResult, ScoreStatus
@@ -99,14 +97,6 @@ def _as_run(run: ScorerRun | AgentResult | Mapping[str, Any]) -> ScorerRun:
             response_id=run.response_id,
         )
     return ScorerRun.model_validate(run)
-
-
-def _http_module() -> ModuleType:
-    """The HTTP library the installed `openai` is built on (httpx, or httpx2 in openai 3)."""
-    base = next(
-        cls for cls in openai.DefaultAsyncHttpxClient.__mro__ if cls.__name__ == "AsyncClient"
-    )
-    return importlib.import_module(base.__module__.split(".")[0])
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,7 +197,7 @@ class ScriptedEndpoint:
         self.requests: list[dict[str, Any]] = []
 
     def client(self, *, max_retries: int = 2, timeout: float = 30.0) -> AsyncOpenAI:
-        httpx = _http_module()
+        httpx = sdk_http_module()
         transport = httpx.MockTransport(self._handle)
         return AsyncOpenAI(
             api_key="sk-test-not-a-real-key",
@@ -219,7 +209,7 @@ class ScriptedEndpoint:
 
     def sync_client(self, *, max_retries: int = 2, timeout: float = 30.0) -> OpenAI:
         """A blocking `OpenAI` client served by this script (for sync tool loops)."""
-        httpx = _http_module()
+        httpx = sdk_http_module()
 
         def handle(request: Any) -> Any:
             return anyio.run(self._handle, request)
@@ -288,7 +278,7 @@ class ScriptedEndpoint:
         return json.dumps(dict(reply.body or {})).encode(), "application/json"
 
     async def _handle(self, request: Any) -> Any:
-        httpx = _http_module()
+        httpx = sdk_http_module()
         body = json.loads(request.content or b"{}")
         reply = self._next_reply(body)
         if reply.delay:

@@ -12,8 +12,9 @@ import json
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import openai
 from openai import AsyncOpenAI
+
+from agentscore._clients import sdk_http_module
 
 __all__ = ["BadBody", "ChatReply", "post_chat_completion", "read_chat_reply"]
 
@@ -59,15 +60,9 @@ async def post_chat_completion(
 
 
 def _sdk_response() -> type[Any]:
-    """The response class the installed SDK hands back as it came: openai 3 speaks HTTP
-    through httpx2, earlier releases (which `openai>=1.66` allows) through httpx."""
-    if int(openai.__version__.split(".", 1)[0]) >= 3:
-        import httpx2
-
-        return httpx2.Response
-    import httpx
-
-    return httpx.Response
+    """The response class the installed SDK hands back as it came."""
+    response: type[Any] = sdk_http_module().Response
+    return response
 
 
 _SDK_RESPONSE = _sdk_response()

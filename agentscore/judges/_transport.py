@@ -1,7 +1,7 @@
 """How a judge's Chat Completions request reaches the endpoint: one interface, two paths.
 
 A judge that builds its own client (`base_url`, `api_key`, or the SDK's environment) sends
-through `agentscore.judges._http`, about a sixth of the SDK's CPU per request; the SDK still
+through `agentscore.judges._http`, about a fifth of the SDK's CPU per request; the SDK still
 resolves the configuration (OPENAI_BASE_URL, OPENAI_API_KEY, organisation and project
 headers). A client the user passes in may carry what only the SDK honours (its own
 `http_client` with proxies or certificates, Azure's deployment URLs and token providers),
@@ -24,7 +24,12 @@ from urllib.parse import urlsplit, urlunsplit
 import openai
 from openai import AsyncOpenAI
 
-from agentscore.judges._completion import ChatReply, post_chat_completion, read_chat_reply
+from agentscore._clients import sdk_http_module
+from agentscore.judges._completion import (
+    ChatReply,
+    post_chat_completion,
+    read_chat_reply,
+)
 from agentscore.judges._http import HttpBodyTooLarge, HttpEndpoint, HttpError
 
 __all__ = ["ChatFailure", "ChatTransport", "FailureKind", "direct_or_sdk", "sdk_transport"]
@@ -173,13 +178,8 @@ def _proxied(scheme: str, host: str) -> bool:
 def _ssl_context() -> ssl.SSLContext:
     """The certificates the SDK's own transport trusts (SSL_CERT_FILE and SSL_CERT_DIR
     honoured), so the two paths accept the same servers. Built once: it reads the store."""
-    if int(openai.__version__.split(".", 1)[0]) >= 3:
-        import httpx2
-
-        return httpx2.create_ssl_context()
-    import httpx
-
-    return httpx.create_ssl_context()
+    context: ssl.SSLContext = sdk_http_module().create_ssl_context()
+    return context
 
 
 def _without_secrets(url: str) -> str:
