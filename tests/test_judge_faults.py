@@ -201,10 +201,13 @@ HTML_PAGE = RawReply(b"<html><body><h1>502 Bad Gateway</h1></body></html>", "tex
 GOOD_BODY = RawReply(json.dumps(GOOD.body).encode())
 CUT_BODY = RawReply(GOOD_BODY.body[: len(GOOD_BODY.body) // 2])
 NOT_A_COMPLETION = RawReply(b'{"detail": "upstream unavailable"}')
+EMPTY = RawReply(b"")
 
 
 @pytest.mark.parametrize(
-    "bad", [HTML_PAGE, CUT_BODY, NOT_A_COMPLETION], ids=["html", "cut-json", "other-json"]
+    "bad",
+    [HTML_PAGE, CUT_BODY, NOT_A_COMPLETION, EMPTY],
+    ids=["html", "cut-json", "other-json", "empty"],
 )
 async def test_a_bad_200_body_is_retried_and_counted(bad: RawReply) -> None:
     with raw_http_server([bad, GOOD_BODY]) as server:

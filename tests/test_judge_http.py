@@ -747,7 +747,14 @@ def drip_body(conn: Conn) -> None:
         conn.send(b"b")
 
 
-@pytest.mark.parametrize("handler", [never_answer, drip_head, drip_body])
+def endless_continues(conn: Conn) -> None:
+    # Each 1xx is a whole, valid head; only the deadline ends a server that never stops.
+    conn.read_request()
+    while not conn.server.stopping.wait(0.01):
+        conn.send(b"HTTP/1.1 100 Continue\r\n\r\n")
+
+
+@pytest.mark.parametrize("handler", [never_answer, drip_head, drip_body, endless_continues])
 async def test_the_deadline_bounds_the_whole_request(handler: Handler) -> None:
     with RawServer(handler) as server:
         async with endpoint(server.url, timeout=0.5) as http:

@@ -191,3 +191,38 @@ def test_which_path_a_judges_own_client_takes(
     transport = direct_or_sdk(client, timeout=5.0, max_reply_chars=65_536)
     assert type(transport).__name__ == ("_DirectTransport" if path == "own" else "_SdkTransport")
     assert transport.base_url == str(client.base_url)
+
+
+@pytest.mark.parametrize("status", [200, 400, 503])
+async def test_a_key_echoed_where_an_error_quote_is_cut_does_not_leak_in_part(status: int) -> None:
+    # A quote of the body is cut at 300 characters; a key echoed across the cut must not
+    # leave its first characters behind (redacting after the cut would miss them).
+    for padding in (280, 290, 295):
+        page = b"<html>" + b"x" * padding + KEY.encode() + b"</html>"
+        reply = RawReply(page, content_type="text/html", status=status)
+        with raw_http_server([reply]) as server:
+            judge = OpenAIJudge(
+                "judge-model", base_url=server.url, api_key=KEY, max_retries=0, timeout=5
+            )
+            result = await create_faithfulness_scorer(judge, context=PYTHON.context).run(RUN)
+        assert result.error is not None
+        dumped = result.model_dump_json()
+        assert KEY[:8] not in dumped, (status, padding, result.error.message)
+
+
+@pytest.mark.parametrize(
+    "moved",
+    [
+        "http://judge.example/" + "p" * 285 + "/" + KEY + "/chat/completions",
+        "http://[judge.example/v1",  # does not parse
+        "http://judge.example:port/v1",
+    ],
+)
+async def test_a_redirect_to_a_strange_or_keyed_url_is_a_request_error_that_leaks_nothing(
+    moved: str,
+) -> None:
+    with raw_http_server([RawReply(b"", status=302, location=moved)]) as server:
+        judge = OpenAIJudge("judge-model", base_url=server.url, api_key=KEY, max_retries=0)
+        result = await create_faithfulness_scorer(judge, context=PYTHON.context).run(RUN)
+    assert result.error is not None and result.error.type == "JudgeRequestError"
+    assert KEY[:8] not in result.model_dump_json()

@@ -15,8 +15,16 @@ from typing import Any, Protocol
 from openai import AsyncOpenAI
 
 from agentscore._clients import sdk_http_module
+from agentscore._redact import scrub
 
-__all__ = ["BadBody", "ChatReply", "post_chat_completion", "read_chat_reply"]
+__all__ = [
+    "PREVIEW_CHARS",
+    "BadBody",
+    "ChatReply",
+    "post_chat_completion",
+    "read_chat_reply",
+    "scrubbed_start",
+]
 
 
 class HttpReply(Protocol):
@@ -67,7 +75,7 @@ def _sdk_response() -> type[Any]:
 
 _SDK_RESPONSE = _sdk_response()
 # How much of a bad body an error message quotes.
-_PREVIEW_CHARS = 300
+PREVIEW_CHARS = 300
 
 
 def read_chat_reply(response: HttpReply) -> ChatReply:
@@ -106,10 +114,16 @@ def read_chat_reply(response: HttpReply) -> ChatReply:
 
 def _preview(content: bytes) -> str:
     """The start of a body, for an error message: a proxy's error page can be megabytes."""
-    text = content[: 4 * _PREVIEW_CHARS].decode(errors="replace")
-    if len(text) > _PREVIEW_CHARS or len(content) > 4 * _PREVIEW_CHARS:
-        return f"{text[:_PREVIEW_CHARS]!r} (of {len(content):,} bytes)"
+    text = scrubbed_start(content)
+    if len(text) > PREVIEW_CHARS or len(content) > 4 * PREVIEW_CHARS:
+        return f"{text[:PREVIEW_CHARS]!r} (of {len(content):,} bytes)"
     return repr(text)
+
+
+def scrubbed_start(content: bytes) -> str:
+    """The start of a body (enough to quote `PREVIEW_CHARS` of it), secrets replaced before
+    any cut: a key echoed across the cut would leave its first characters behind."""
+    return scrub(content[: 4 * PREVIEW_CHARS].decode(errors="replace"))
 
 
 def _mapping(value: object) -> dict[str, Any]:

@@ -25,10 +25,13 @@ import openai
 from openai import AsyncOpenAI
 
 from agentscore._clients import sdk_http_module
+from agentscore._redact import scrub
 from agentscore.judges._completion import (
+    PREVIEW_CHARS,
     ChatReply,
     post_chat_completion,
     read_chat_reply,
+    scrubbed_start,
 )
 from agentscore.judges._http import HttpBodyTooLarge, HttpEndpoint, HttpError
 
@@ -37,7 +40,6 @@ __all__ = ["ChatFailure", "ChatTransport", "FailureKind", "direct_or_sdk", "sdk_
 FailureKind = Literal["status", "timeout", "connection", "too_large", "other"]
 # Verdicts fill a few kilobytes; a body this large is a runaway or not a judge at all.
 _MIN_BODY_BYTES = 4 * 1024 * 1024
-_PREVIEW_CHARS = 300
 _DETAIL_BYTES = 4096
 
 
@@ -183,13 +185,15 @@ def _ssl_context() -> ssl.SSLContext:
 
 
 def _without_secrets(url: str) -> str:
-    """A URL less what may carry a credential: user and password, query, fragment."""
-    parts = urlsplit(url[:_PREVIEW_CHARS])
+    """A URL less what may carry a credential: user and password, query, fragment; a key in
+    the path scrubbed before the cut (else its first characters would be left)."""
     try:
+        parts = urlsplit(url[: 4 * PREVIEW_CHARS])
         host, port = parts.hostname or "", parts.port
-    except ValueError:  # a port that is not a number
-        host, port = parts.hostname or "", None
-    return urlunsplit((parts.scheme, f"{host}:{port}" if port else host, parts.path, "", ""))
+    except ValueError:  # "http://[x", a port that is not a number: a server's to make up
+        return "a URL that does not parse"
+    shown = urlunsplit((parts.scheme, f"{host}:{port}" if port else host, parts.path, "", ""))
+    return scrub(shown)[:PREVIEW_CHARS]
 
 
 def _status_message(status: int, content: bytes, headers: Mapping[str, str]) -> str:
@@ -199,12 +203,12 @@ def _status_message(status: int, content: bytes, headers: Mapping[str, str]) -> 
     location = headers.get("location")
     if 300 <= status < 400 and location:
         return f"Error code: {status} - redirected to {_without_secrets(location)}"
-    text = content[: 4 * _PREVIEW_CHARS].decode(errors="replace").strip()
+    text = scrubbed_start(content).strip()
     try:
         detail: object = json.loads(text)
     except ValueError:
         detail = text
     shown = str(detail)
-    if len(shown) > _PREVIEW_CHARS or len(content) > 4 * _PREVIEW_CHARS:
-        shown = f"{shown[:_PREVIEW_CHARS]}... (of {len(content):,} bytes)"
+    if len(shown) > PREVIEW_CHARS or len(content) > 4 * PREVIEW_CHARS:
+        shown = f"{shown[:PREVIEW_CHARS]}... (of {len(content):,} bytes)"
     return f"Error code: {status} - {shown}" if shown else f"Error code: {status}"

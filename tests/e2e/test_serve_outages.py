@@ -2,8 +2,9 @@
 delayed, never lost and never judged twice.
 
 The judge is a real OpenAI-compatible HTTP server in the test process (tests/chat_server.py)
-that the service's `OpenAIJudge` calls through the `openai` client; every request it gets is
-counted. Evaluations go to a real OTLP/HTTP receiver whose status the test sets.
+that the service's `OpenAIJudge`, configured by URL, calls through its own HTTP client;
+every request it gets is counted. Evaluations go to a real OTLP/HTTP receiver whose status
+the test sets.
 """
 
 from __future__ import annotations
