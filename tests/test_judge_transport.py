@@ -8,10 +8,13 @@ tests/test_judge_faults.py.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
+import os
 import socket
 import ssl
+import sys
 import threading
 
 import pytest
@@ -226,3 +229,22 @@ async def test_a_redirect_to_a_strange_or_keyed_url_is_a_request_error_that_leak
         result = await create_faithfulness_scorer(judge, context=PYTHON.context).run(RUN)
     assert result.error is not None and result.error.type == "JudgeRequestError"
     assert KEY[:8] not in result.model_dump_json()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="fork")
+def test_a_forked_child_judges_on_its_own_connections_and_the_parent_keeps_its_own() -> None:
+    with chat_server(good) as server:
+        judge = OpenAIJudge("judge-model", base_url=server.base_url, api_key=KEY, use_cache=False)
+        scorer = create_faithfulness_scorer(judge, context=PYTHON.context)
+        loop = asyncio.new_event_loop()
+        try:
+            assert loop.run_until_complete(scorer.run(RUN)).score == 0.5  # a pooled connection
+            pid = os.fork()
+            if pid == 0:  # the child: a loop of its own, the parent's connection untouched
+                os._exit(0 if asyncio.run(scorer.run(RUN)).score == 0.5 else 1)
+            _, status = os.waitpid(pid, 0)
+            assert os.waitstatus_to_exitcode(status) == 0
+            assert loop.run_until_complete(scorer.run(RUN)).score == 0.5
+        finally:
+            loop.close()
+    assert len(server.requests) == 3
