@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 import urllib.request
@@ -33,8 +34,12 @@ def test_evaluation_span_lands_under_the_agent_trace_in_phoenix(phoenix: Phoenix
     provider.add_span_processor(
         BatchSpanProcessor(OTLPSpanExporter(endpoint=phoenix.otlp_traces_endpoint, timeout=10))
     )
+    judge_script = judge_endpoint()
+    # The judge by URL, as deployed: its requests go through agentscore's own HTTP client.
+    stack = contextlib.ExitStack()
+    judge_url = stack.enter_context(judge_script.serve())
     scorer = create_hallucination_scorer(
-        OpenAIJudge("judge-model", client=judge_endpoint().client(max_retries=0)),
+        OpenAIJudge("judge-model", base_url=judge_url, api_key="sk-e2e", max_retries=0),
         get_context=tool_context,
     )
     agent = Agent(
@@ -53,6 +58,8 @@ def test_evaluation_span_lands_under_the_agent_trace_in_phoenix(phoenix: Phoenix
         assert provider.force_flush(timeout_millis=15_000)
     finally:
         provider.shutdown()
+        stack.close()
+    assert len(judge_script.requests) == 1
 
     def arrived(spans: list[Span]) -> bool:
         return bool(spans_named(spans, "evaluation hallucination")) and bool(
