@@ -56,6 +56,14 @@ _SECRET_PATTERNS = (
     # The user-info part of a URL ("https://user:password@proxy").
     (re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^\s/:@]+:[^\s/@]+@"), r"\1" + _REPLACEMENT + "@"),
 )
+# What each pattern cannot match without, in the lower-cased text: a substring search (C
+# speed) rules most text out before a pattern scans it (a reply's scrub: 53 -> 12 µs).
+_PATTERN_NEEDS = (
+    ("sk-", "sk_", "pk-", "pk_", "rk-", "rk_", "xai-", "xai_"),
+    ("bearer",),
+    ("key", "authorization", "token", "secret", "passw", "pwd", "credential"),
+    ("://",),
+)
 _MAX_LENGTH = 2000
 
 _registered: set[str] = set()
@@ -109,7 +117,7 @@ def scrub(text: str, *secrets: str | None, known: Sequence[str] | None = None) -
     known = known_secrets() if known is None else known
     for secret in (*(s for s in secrets if s and len(s) >= 4), *known):
         text = text.replace(secret, _REPLACEMENT)
-    for pattern, replacement in _SECRET_PATTERNS:
+    for pattern, replacement in _patterns_for(text):
         text = pattern.sub(replacement, text)
     return text
 
@@ -137,8 +145,22 @@ def _needs_scrubbing(text: str, known: Sequence[str]) -> bool:
     """Whether `scrub` would change `text`: a known key in it, or a credential-shaped part.
     Searching is much cheaper than rewriting, and most text holds neither."""
     return any(secret in text for secret in known) or any(
-        pattern.search(text) for pattern, _ in _SECRET_PATTERNS
+        pattern.search(text) for pattern, _ in _patterns_for(text)
     )
+
+
+def _patterns_for(text: str) -> list[tuple[re.Pattern[str], str]]:
+    """The patterns that may match `text`: each needs one of its substrings in it. Only for
+    ASCII: a case-insensitive pattern takes "ſ" for "s" and "İ" for "i", which `lower` does
+    not turn into them."""
+    if not text.isascii():
+        return list(_SECRET_PATTERNS)
+    lowered = text.lower()
+    return [
+        entry
+        for entry, needs in zip(_SECRET_PATTERNS, _PATTERN_NEEDS, strict=True)
+        if any(need in lowered for need in needs)
+    ]
 
 
 def _strings(data: object) -> str:

@@ -172,3 +172,47 @@ def test_a_malformed_otlp_headers_variable_is_not_logged_whole(tmp_path: Path) -
     )
     assert "Header format invalid" in done.stderr  # the warning itself still reaches the user
     assert "s3cr3tvalue123456" not in done.stderr + done.stdout
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "use sk-proj-abcdef1234567890 here",
+        "xai_abcdefgh12345678",
+        "Authorization: BEARER abcdefgh12345678",
+        "API-KEY = 'k3yvalue99'",
+        "the client_secret=abcdef1234",
+        "PASSWD:hunter22222",
+        "proxy https://bob:pa55word@proxy.test",
+        "paſsword=hunter22222",  # "ſ" is "s" to a case-insensitive pattern
+        "authorİzation: tokenvalue1234",
+    ],
+)
+def test_the_substring_gate_never_skips_a_pattern_that_matches(text: str) -> None:
+    # The gate is only a shortcut: scrubbing with it and with every pattern agree.
+    from agentscore import _redact
+
+    everything = text
+    for pattern, replacement in _redact._SECRET_PATTERNS:
+        everything = pattern.sub(replacement, everything)
+    assert everything != text
+    assert _redact.scrub(text, known=()) == everything
+    assert _redact.scrub_data({"reason": [text]}) == {"reason": [everything]}
+
+
+def test_the_substring_gate_agrees_with_every_pattern_on_random_text() -> None:
+    import random
+
+    from agentscore import _redact
+
+    pieces = ["sk", "-", "_", "PK", "rk", "xai", "Bearer", " ", "api", "KEY", "token", "Secret",
+              "pass", "word", "pwd", "credential", ":", "=", "'", '"', "https://", "u", "@",
+              "abcdefgh", "12345678", "ſ", "İ", "K", "\n", "/", "."]  # fmt: skip
+    generator = random.Random(23)
+    for _ in range(3000):
+        text = "".join(generator.choice(pieces) for _ in range(generator.randint(1, 14)))
+        everything = text
+        for pattern, replacement in _redact._SECRET_PATTERNS:
+            everything = pattern.sub(replacement, everything)
+        assert _redact.scrub(text, known=()) == everything, text
+        assert _redact._needs_scrubbing(text, ()) == (everything != text), text
