@@ -16,6 +16,7 @@ from agentscore.serve.budget import JudgeBudget
 from agentscore.serve.export import _takes_logs, build_exporters
 from agentscore.serve.forward import FORWARD_HEADERS_ENV, forward_headers
 from agentscore.serve.otlp import OtlpDecodeError, decode_traces
+from agentscore.serve.otlp_send import OtlpSender
 from agentscore.serve.queue import Commit, SqliteQueue
 from agentscore.spans.records import SpanRecord
 from tests.http_collector import http_collector
@@ -111,7 +112,7 @@ def test_the_logged_destination_carries_no_credentials(
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "https://scorer:s3cret@backend.test:4318")
     exporters = build_exporters(tmp_path / "unused.jsonl")
     try:
-        assert exporters.destination == "OTLP/HTTP https://backend.test:4318"
+        assert exporters.destination == "OTLP/HTTP https://backend.test:4318/v1/traces"
     finally:
         exporters.shutdown()
 
@@ -157,22 +158,27 @@ def test_malformed_forward_headers_fail_at_start_without_echoing_the_value(
     ("status", "takes"), [(404, False), (405, False), (401, True), (200, True)]
 )
 def test_the_logs_probe_turns_logs_off_only_for_a_missing_endpoint(
-    status: int, takes: bool, monkeypatch: pytest.MonkeyPatch
+    status: int, takes: bool
 ) -> None:
-    monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer%20probe-token-123")
     with http_collector() as backend:
         backend.statuses["/v1/logs"] = status
-        assert _takes_logs(f"{backend.url}/v1/logs") is takes
+        env = {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": backend.url,
+            "OTEL_EXPORTER_OTLP_HEADERS": "authorization=Bearer%20probe-token-123",
+        }
+        assert _takes_logs(OtlpSender("LOGS", env)) is takes
     [probe] = backend.received
-    assert probe.body == b"" and probe.headers["Authorization"] == "Bearer probe-token-123"
+    headers = {name.lower(): value for name, value in probe.headers.items()}
+    assert probe.body == b"" and headers["authorization"] == "Bearer probe-token-123"
 
 
 def test_an_unreachable_logs_endpoint_keeps_logs_on() -> None:
-    assert _takes_logs(f"http://127.0.0.1:{free_port()}/v1/logs") is True
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{free_port()}"}
+    assert _takes_logs(OtlpSender("LOGS", env)) is True
 
 
 @pytest.mark.parametrize("url", ["not a url", "http://[::1/v1/logs"])
-def test_a_logs_endpoint_urllib_cannot_parse_keeps_logs_on_and_does_not_stop_the_start(
+def test_a_logs_endpoint_that_does_not_parse_keeps_logs_on_and_does_not_stop_the_start(
     url: str,
 ) -> None:
-    assert _takes_logs(url) is True
+    assert _takes_logs(OtlpSender("LOGS", {"OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": url})) is True

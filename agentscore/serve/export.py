@@ -11,16 +11,12 @@ from __future__ import annotations
 
 import contextvars
 import hashlib
-import os
 import threading
-import urllib.error
-import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
-from urllib.parse import urlsplit, urlunsplit
 
 import structlog
 from opentelemetry.sdk._logs import (
@@ -29,15 +25,16 @@ from opentelemetry.sdk._logs import (
     ReadableLogRecord,
     ReadWriteLogRecord,
 )
-from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
+from opentelemetry.sdk._logs.export import LogRecordExportResult
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
-from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.export import SpanExportResult
 from opentelemetry.sdk.trace.id_generator import IdGenerator, RandomIdGenerator
-from opentelemetry.util.re import parse_env_headers
 
+from agentscore.serve.otlp_encode import encode_logs, encode_spans
+from agentscore.serve.otlp_send import OtlpSender, endpoint_configured, without_credentials
 from agentscore.serve.queue import JobKey
 from agentscore.telemetry.setup import JsonlExporter
 
@@ -89,8 +86,8 @@ def keyed_ids(key: JobKey, attempt: int = 0) -> Iterator[None]:
 
 
 class _SpanOutbox(SpanProcessor):
-    def __init__(self, exporter: SpanExporter) -> None:
-        self.exporter = exporter
+    def __init__(self, send: Callable[[list[ReadableSpan]], bool]) -> None:
+        self._send = send
         self._lock = threading.Lock()
         self._items: list[ReadableSpan] = []
 
@@ -101,13 +98,10 @@ class _SpanOutbox(SpanProcessor):
     def export(self) -> bool:
         with self._lock:
             items, self._items = self._items, []
-        if not items or self.exporter.export(items) is SpanExportResult.SUCCESS:
+        if not items or self._send(items):
             return True
         _put_back(self._lock, self._items, items)
         return False
-
-    def shutdown(self) -> None:
-        self.exporter.shutdown()
 
 
 def _put_back(lock: threading.Lock, outbox: list[_Item], items: list[_Item]) -> None:
@@ -118,8 +112,8 @@ def _put_back(lock: threading.Lock, outbox: list[_Item], items: list[_Item]) -> 
 
 
 class _LogOutbox(LogRecordProcessor):
-    def __init__(self, exporter: LogRecordExporter) -> None:
-        self.exporter = exporter
+    def __init__(self, send: Callable[[list[ReadableLogRecord]], bool]) -> None:
+        self._send = send
         self._lock = threading.Lock()
         self._items: list[ReadableLogRecord] = []
 
@@ -136,7 +130,7 @@ class _LogOutbox(LogRecordProcessor):
     def export(self) -> bool:
         with self._lock:
             items, self._items = self._items, []
-        if not items or self.exporter.export(items) is LogRecordExportResult.SUCCESS:
+        if not items or self._send(items):
             return True
         _put_back(self._lock, self._items, items)
         return False
@@ -145,7 +139,7 @@ class _LogOutbox(LogRecordProcessor):
         return True
 
     def shutdown(self) -> None:
-        self.exporter.shutdown()  # type: ignore[no-untyped-call]
+        pass
 
 
 @dataclass
@@ -156,6 +150,7 @@ class Exporters:
     destination: str
     _spans: _SpanOutbox
     _logs: _LogOutbox | None
+    _close: Callable[[], None]
 
     def export(self) -> bool:
         """Send what the outboxes hold; True only when every backend accepted it."""
@@ -168,6 +163,7 @@ class Exporters:
         self.logger_provider.shutdown()
         if self.meter_provider is not None:
             self.meter_provider.shutdown()
+        self._close()
 
 
 def build_exporters(jsonl_path: str | Path, service_name: str = "agentscore-serve") -> Exporters:
@@ -177,84 +173,54 @@ def build_exporters(jsonl_path: str | Path, service_name: str = "agentscore-serv
     logger_provider = LoggerProvider(resource=resource)
     meter_provider: MeterProvider | None = None
     logs: _LogOutbox | None = None
-    if _endpoint("TRACES"):
-        from agentscore.telemetry import otlp
+    close: Callable[[], None]
+    if endpoint_configured("TRACES"):
+        span_sender, log_sender = OtlpSender("TRACES"), OtlpSender("LOGS")
+        spans = _SpanOutbox(lambda items: span_sender.send(encode_spans(items)))
+        if endpoint_configured("LOGS") and _takes_logs(log_sender):
+            logs = _LogOutbox(lambda items: log_sender.send(encode_logs(items)))
 
-        spans = _SpanOutbox(otlp.spans())
-        if _endpoint("LOGS") and _takes_logs(_signal_url("LOGS", "v1/logs")):
-            logs = _LogOutbox(otlp.logs())
-        if _endpoint("METRICS"):
+        def close() -> None:
+            span_sender.close()
+            log_sender.close()
+
+        if endpoint_configured("METRICS"):
+            from agentscore.telemetry import otlp
+
             reader = PeriodicExportingMetricReader(otlp.metrics())
             meter_provider = MeterProvider(resource=resource, metric_readers=[reader])
-        destination = "OTLP/HTTP " + _without_credentials(_endpoint("TRACES"))
+        destination = "OTLP/HTTP " + without_credentials(span_sender.url)
     else:
         jsonl = JsonlExporter(jsonl_path)
-        spans, logs = _SpanOutbox(jsonl), _LogOutbox(jsonl)
+        spans = _SpanOutbox(lambda items: jsonl.export(items) is SpanExportResult.SUCCESS)
+        logs = _LogOutbox(lambda items: jsonl.export(items) is LogRecordExportResult.SUCCESS)
         destination = str(Path(jsonl_path).resolve())
+        close = jsonl.shutdown
     tracer_provider.add_span_processor(spans)
     if logs is not None:
         logger_provider.add_log_record_processor(logs)
-    return Exporters(tracer_provider, logger_provider, meter_provider, destination, spans, logs)
-
-
-def _without_credentials(url: str) -> str:
-    # The destination is logged: a user:password@ in the endpoint must not be.
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    return Exporters(
+        tracer_provider, logger_provider, meter_provider, destination, spans, logs, close
+    )
 
 
 # What a server answers for a path it does not serve: the backend has no such signal.
 _NO_SUCH_ENDPOINT = frozenset({404, 405, 501})
 
 
-def _takes_logs(url: str) -> bool:
+def _takes_logs(sender: OtlpSender) -> bool:
     """Probe the logs endpoint once, with an empty OTLP request (valid, and a no-op for a
     receiver that takes logs). A trace-only backend (Phoenix) answers 404 or 405, and every
     job would then wait on disk for a log export that can never succeed; evaluations go out
     as spans only instead. Any other answer, or none, keeps the logs: an outage is not proof."""
-    try:
-        request = urllib.request.Request(
-            url,
-            data=b"",
-            headers={"Content-Type": "application/x-protobuf", **_signal_headers("LOGS")},
-            method="POST",
+    status = sender.post(b"")
+    if status in _NO_SUCH_ENDPOINT:
+        _log.error(
+            "serve_logs_endpoint_missing",
+            endpoint=without_credentials(sender.url),
+            status=status,
+            hint="evaluations are exported as spans only; set OTEL_EXPORTER_OTLP_LOGS_"
+            "ENDPOINT to a receiver that takes logs to get log records too",
         )
-        with urllib.request.urlopen(request, timeout=5) as reply:
-            reply.read()
-    except urllib.error.HTTPError as exc:
-        if exc.code in _NO_SUCH_ENDPOINT:
-            _log.error(
-                "serve_logs_endpoint_missing",
-                endpoint=_without_credentials(url),
-                status=exc.code,
-                hint="evaluations are exported as spans only; set OTEL_EXPORTER_OTLP_LOGS_"
-                "ENDPOINT to a receiver that takes logs to get log records too",
-            )
-            return False
-    except Exception:  # unreachable, a URL or header urllib refuses: not proof, and the
-        pass  # probe must never keep the service from starting
+        return False
     return True
-
-
-def _signal_url(signal: str, path: str) -> str:
-    # As the OTLP/HTTP exporters build it: a per-signal endpoint as is, else the common one
-    # with the signal's path.
-    own = os.environ.get(f"OTEL_EXPORTER_OTLP_{signal}_ENDPOINT")
-    return own or _endpoint(signal).rstrip("/") + "/" + path
-
-
-def _signal_headers(signal: str) -> dict[str, str]:
-    # Read by the exporters' own parser, so the probe sends what the exporter will send
-    # (its log lines are redacted: `telemetry.otlp` is imported before any probe).
-    raw = os.environ.get(f"OTEL_EXPORTER_OTLP_{signal}_HEADERS") or os.environ.get(
-        "OTEL_EXPORTER_OTLP_HEADERS", ""
-    )
-    return dict(parse_env_headers(raw, liberal=True))
-
-
-def _endpoint(signal: str) -> str:
-    return os.environ.get(f"OTEL_EXPORTER_OTLP_{signal}_ENDPOINT") or os.environ.get(
-        "OTEL_EXPORTER_OTLP_ENDPOINT", ""
-    )

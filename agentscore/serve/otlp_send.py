@@ -1,0 +1,136 @@
+"""POST encoded OTLP/HTTP requests for one signal, configured as the SDK's exporters are.
+
+The service encodes its evaluations itself (`agentscore.serve.otlp_encode`: the SDK's
+encoders build a protobuf object per field, about 0.28 ms of CPU per evaluation), so it sends
+the bytes itself too. The configuration is the standard one, per signal over the common
+variable: `OTEL_EXPORTER_OTLP_{,TRACES_,LOGS_}` ENDPOINT, HEADERS, TIMEOUT, COMPRESSION
+(gzip, deflate, none), CERTIFICATE, CLIENT_CERTIFICATE and CLIENT_KEY. It goes through
+`requests`, as the SDK's exporters do, so proxies and CA bundles from the environment apply
+alike; redirects are not followed. A refused or failed POST is not retried here: the worker
+retries the whole export with backoff, and keeps the job rows on disk until a backend took
+them.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import zlib
+from collections.abc import Mapping
+from typing import Literal
+from urllib.parse import urlsplit, urlunsplit
+
+import requests
+import structlog
+from opentelemetry.util.re import parse_env_headers
+
+from agentscore._redact import redact_library_logs
+
+__all__ = ["OtlpSender", "Signal", "endpoint_configured", "without_credentials"]
+
+_log = structlog.get_logger("agentscore.serve")
+
+Signal = Literal["TRACES", "LOGS", "METRICS"]
+_PATHS: dict[Signal, str] = {"TRACES": "v1/traces", "LOGS": "v1/logs", "METRICS": "v1/metrics"}
+_DEFAULT_TIMEOUT = 10.0
+# The header parser logs a malformed OTEL_EXPORTER_OTLP_HEADERS value whole, credential and all.
+redact_library_logs("opentelemetry.util.re")
+
+
+class OtlpSender:
+    def __init__(self, signal: Signal, environ: Mapping[str, str] = os.environ) -> None:
+        def setting(name: str) -> str:
+            return environ.get(f"OTEL_EXPORTER_OTLP_{signal}_{name}") or environ.get(
+                f"OTEL_EXPORTER_OTLP_{name}", ""
+            )
+
+        # A per-signal endpoint is used as it is; the common one gets the signal's path.
+        own = environ.get(f"OTEL_EXPORTER_OTLP_{signal}_ENDPOINT")
+        self.url = own or environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").rstrip("/") + (
+            "/" + _PATHS[signal]
+        )
+        self.headers = {
+            "Content-Type": "application/x-protobuf",
+            "User-Agent": "agentscore-serve",
+            **dict(parse_env_headers(setting("HEADERS"), liberal=True)),
+        }
+        self.timeout = _seconds(setting("TIMEOUT"))
+        self.compression = setting("COMPRESSION").strip().lower() or "none"
+        if self.compression not in ("gzip", "deflate", "none"):
+            _log.warning("serve_otlp_compression_unknown", compression=self.compression[:20])
+            self.compression = "none"
+        if self.compression != "none":
+            self.headers["Content-Encoding"] = self.compression
+        self._session = requests.Session()
+        # Per request, not on the session: requests lets REQUESTS_CA_BUNDLE override a
+        # session's `verify`, and the OTLP variable must win.
+        self._verify: str | bool = setting("CERTIFICATE") or True
+        certificate, key = setting("CLIENT_CERTIFICATE"), setting("CLIENT_KEY")
+        self._cert = ((certificate, key) if key else certificate) if certificate else None
+
+    def post(self, body: bytes) -> int | None:
+        """The backend's status for `body`, or None when it did not answer."""
+        if self.compression == "gzip":
+            body = gzip.compress(body, compresslevel=6, mtime=0)
+        elif self.compression == "deflate":
+            body = zlib.compress(body)
+        try:
+            reply = self._session.post(
+                self.url,
+                data=body,
+                headers=self.headers,
+                timeout=self.timeout,
+                verify=self._verify,
+                cert=self._cert,
+                # A 3xx is a failed export: following it would hand the headers (often a
+                # credential) to another origin, and a backend that redirects stored nothing.
+                allow_redirects=False,
+            )
+        except (requests.RequestException, ValueError, OSError) as exc:
+            _log.warning(
+                "serve_export_unanswered",
+                endpoint=without_credentials(self.url),
+                error_type=type(exc).__name__,
+            )
+            return None
+        reply.close()  # the body (a partial-success notice at most) is not needed
+        return reply.status_code
+
+    def send(self, body: bytes) -> bool:
+        """Whether the backend took `body` (a 2xx)."""
+        status = self.post(body)
+        if status is not None and not 200 <= status < 300:
+            _log.warning(
+                "serve_export_refused", endpoint=without_credentials(self.url), status=status
+            )
+        return status is not None and 200 <= status < 300
+
+    def close(self) -> None:
+        self._session.close()
+
+
+def endpoint_configured(signal: Signal, environ: Mapping[str, str] = os.environ) -> bool:
+    return bool(
+        environ.get(f"OTEL_EXPORTER_OTLP_{signal}_ENDPOINT")
+        or environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+    )
+
+
+def without_credentials(url: str) -> str:
+    """`url` as it may be logged: no user:password@, no query."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        netloc = f"{host}:{parts.port}" if parts.port else host
+    except ValueError:
+        return "a URL that does not parse"
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def _seconds(raw: str) -> float:
+    # Seconds, as the SDK's exporters read it (not the milliseconds the spec says).
+    try:
+        value = float(raw) if raw else _DEFAULT_TIMEOUT
+    except ValueError:
+        return _DEFAULT_TIMEOUT
+    return value if value > 0 else _DEFAULT_TIMEOUT

@@ -1,0 +1,234 @@
+"""The service's OTLP/HTTP sender against real HTTP(S) servers: configuration from the
+standard variables, compression, TLS, and failures that never leak a credential."""
+
+from __future__ import annotations
+
+import gzip
+import socket
+import ssl
+import subprocess
+import sys
+import threading
+import time
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+import trustme
+
+from agentscore.serve.otlp_send import OtlpSender, endpoint_configured, without_credentials
+from tests.http_collector import http_collector
+from tests.serve_support import ROOT, free_port
+
+TOKEN = "Bearer s3cr3t-otlp-token-987"
+
+
+def lower(headers: dict[str, str]) -> dict[str, str]:
+    return {name.lower(): value for name, value in headers.items()}
+
+
+def test_a_signal_endpoint_and_headers_override_the_common_ones() -> None:
+    with http_collector() as backend:
+        env = {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9",
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"{backend.url}/custom/traces",
+            "OTEL_EXPORTER_OTLP_HEADERS": "x-team=common",
+            "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "authorization=Bearer%20abc12345,x-team=traces",
+        }
+        assert OtlpSender("TRACES", env).send(b"\x0a\x00")
+    [request] = backend.received
+    headers = lower(request.headers)
+    assert request.path == "/custom/traces" and request.body == b"\x0a\x00"
+    assert headers["authorization"] == "Bearer abc12345" and headers["x-team"] == "traces"
+    assert headers["content-type"] == "application/x-protobuf"
+
+
+def test_the_common_endpoint_gets_the_signal_path() -> None:
+    with http_collector() as backend:
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": backend.url + "/"}
+        assert OtlpSender("TRACES", env).send(b"t") and OtlpSender("LOGS", env).send(b"l")
+    assert [r.path for r in backend.received] == ["/v1/traces", "/v1/logs"]
+    assert endpoint_configured("LOGS", env) and not endpoint_configured("LOGS", {})
+
+
+@pytest.mark.parametrize(
+    ("compression", "decode"),
+    [("gzip", gzip.decompress), ("deflate", zlib.decompress), ("none", bytes)],
+)
+def test_compression_as_the_variable_says(compression: str, decode: type[bytes]) -> None:
+    payload = b"evaluation " * 500
+    with http_collector() as backend:
+        env = {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": backend.url,
+            "OTEL_EXPORTER_OTLP_LOGS_COMPRESSION": compression.upper(),
+        }
+        assert OtlpSender("LOGS", env).send(payload)
+    [request] = backend.received
+    assert decode(request.body) == payload
+    encoding = lower(request.headers).get("content-encoding")
+    assert encoding == (None if compression == "none" else compression)
+
+
+def test_an_unknown_compression_sends_plain_bytes() -> None:
+    with http_collector() as backend:
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": backend.url, "OTEL_EXPORTER_OTLP_COMPRESSION": "lz4"}
+        assert OtlpSender("TRACES", env).send(b"plain")
+    assert backend.received[0].body == b"plain"
+
+
+@pytest.mark.parametrize("status", [301, 307, 400, 401, 429, 503])
+def test_a_refusal_is_false_and_its_log_line_names_no_credential(
+    status: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with http_collector() as backend:
+        backend.status = status
+        url = backend.url.replace("http://", "http://user:pa55word-xyz@") + "/v1/traces?key=k3y"
+        env = {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": url, "OTEL_EXPORTER_OTLP_HEADERS": TOKEN}
+        sender = OtlpSender("TRACES", env)
+        assert sender.post(b"x") == status
+        assert not sender.send(b"x")
+    output = capsys.readouterr()
+    text = output.out + output.err
+    assert "serve_export_refused" in text and f"status={status}" in text
+    for secret in ("pa55word", "k3y", "s3cr3t"):
+        assert secret not in text
+
+
+def test_no_answer_is_none_and_false() -> None:
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{free_port()}"}
+    sender = OtlpSender("TRACES", env)
+    assert sender.post(b"x") is None and not sender.send(b"x")
+
+
+@pytest.mark.parametrize("url", ["not a url", "http://[::1/v1/traces", "ftp://host/v1/traces"])
+def test_an_endpoint_that_cannot_be_posted_to_is_no_answer(url: str) -> None:
+    assert OtlpSender("TRACES", {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": url}).post(b"") is None
+    assert without_credentials("http://[x") == "a URL that does not parse"
+
+
+def test_a_backend_that_never_answers_is_given_up_on_at_the_timeout() -> None:
+    listener = socket.create_server(("127.0.0.1", 0))  # accepts, reads nothing, answers never
+    try:
+        port = listener.getsockname()[1]
+        env = {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}",
+            "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT": "0.5",
+            "OTEL_EXPORTER_OTLP_TIMEOUT": "30",
+        }
+        sender = OtlpSender("TRACES", env)
+        started = time.monotonic()
+        assert sender.post(b"x") is None
+        assert time.monotonic() - started < 5
+    finally:
+        listener.close()
+
+
+@pytest.mark.parametrize("raw", ["", "soon", "-1", "0"])
+def test_a_missing_or_unusable_timeout_is_ten_seconds(raw: str) -> None:
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9", "OTEL_EXPORTER_OTLP_TIMEOUT": raw}
+    assert OtlpSender("TRACES", env).timeout == 10.0
+
+
+@contextmanager
+def https_backend(ca: trustme.CA, *, client_ca: trustme.CA | None = None) -> Iterator[str]:
+    received: list[bytes] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            received.append(self.rfile.read(int(self.headers["Content-Length"])))
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1").configure_cert(context)
+    if client_ca is not None:
+        client_ca.configure_trust(context)
+        context.verify_mode = ssl.CERT_REQUIRED
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"https://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_https_trusts_the_certificate_the_variable_names(tmp_path: Path) -> None:
+    ca = trustme.CA()
+    ca_file = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(ca_file))
+    with https_backend(ca) as url:
+        assert OtlpSender("TRACES", {"OTEL_EXPORTER_OTLP_ENDPOINT": url}).post(b"x") is None
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": url, "OTEL_EXPORTER_OTLP_CERTIFICATE": str(ca_file)}
+        assert OtlpSender("TRACES", env).send(b"x")
+
+
+def test_mutual_tls_sends_the_client_certificate(tmp_path: Path) -> None:
+    server_ca, client_ca = trustme.CA(), trustme.CA()
+    ca_file, cert_file, key_file = tmp_path / "ca.pem", tmp_path / "c.pem", tmp_path / "k.pem"
+    server_ca.cert_pem.write_to_path(str(ca_file))
+    client = client_ca.issue_cert("agentscore-serve")
+    client.cert_chain_pems[0].write_to_path(str(cert_file))
+    client.private_key_pem.write_to_path(str(key_file))
+    with https_backend(server_ca, client_ca=client_ca) as url:
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": url, "OTEL_EXPORTER_OTLP_CERTIFICATE": str(ca_file)}
+        assert OtlpSender("LOGS", env).post(b"x") is None  # no client certificate: refused
+        env["OTEL_EXPORTER_OTLP_LOGS_CLIENT_CERTIFICATE"] = str(cert_file)
+        env["OTEL_EXPORTER_OTLP_LOGS_CLIENT_KEY"] = str(key_file)
+        assert OtlpSender("LOGS", env).send(b"x")
+
+
+def test_a_malformed_headers_variable_is_not_logged_whole() -> None:
+    script = (
+        "from agentscore.serve.otlp_send import OtlpSender\n"
+        "print(OtlpSender('TRACES').headers.get('authorization'))\n"
+    )
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "PYTHONPATH": str(ROOT),
+        "OTEL_EXPORTER_OTLP_HEADERS": TOKEN,
+        "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+    )
+    assert "Header format invalid" in done.stderr
+    assert "s3cr3t" not in done.stderr + done.stdout
+
+
+def test_a_redirect_is_a_failed_export_and_the_headers_stay_home() -> None:
+    with http_collector() as elsewhere:
+
+        class Redirect(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                self.send_response(307)
+                self.send_header("Location", f"{elsewhere.url}/v1/traces")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Redirect)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            env = {
+                "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{server.server_address[1]}",
+                "OTEL_EXPORTER_OTLP_HEADERS": "x-api-key=k3y-for-the-backend-only",
+            }
+            sender = OtlpSender("TRACES", env)
+            assert sender.post(b"x") == 307 and not sender.send(b"x")
+        finally:
+            server.shutdown()
+            server.server_close()
+    assert elsewhere.received == []
