@@ -131,11 +131,14 @@ def scale(
             sender.start()
         for sender in senders:
             sender.join()
+        # One kept-alive connection per service, polled every 50 ms: a new connection every
+        # 20 ms cost the service about 0.07 ms of CPU per score, charged to scoring.
+        clients = [stack.enter_context(httpx.Client(base_url=s.url)) for s in services]
         while True:
-            healths = [httpx.get(f"{s.url}/healthz").json() for s in services]
+            healths = [client.get("/healthz").json() for client in clients]
             if sum(h["scored"] + h["failed"] for h in healths) >= count:
                 break
-            time.sleep(0.02)
+            time.sleep(0.05)
         elapsed = time.perf_counter() - started
         cpu = sum(cpu_seconds(s.pid) for s in services) - cpu_before
         if sampler is not None:
