@@ -1,8 +1,8 @@
 """POST encoded OTLP/HTTP requests for one signal, configured as the SDK's exporters are.
 
-The service encodes its evaluations itself (`agentscore.serve.otlp_encode`: the SDK's
-encoders build a protobuf object per field, about 0.28 ms of CPU per evaluation), so it sends
-the bytes itself too. The configuration is the standard one, per signal over the common
+The service encodes its evaluations itself (`agentscore.serve.otlp_encode`, 0.05 ms of CPU
+per evaluation; the SDK's encoders, building a protobuf object per field, took 0.18 ms), so
+it sends the bytes itself too. The configuration is the standard one, per signal over the common
 variable: `OTEL_EXPORTER_OTLP_{,TRACES_,LOGS_}` ENDPOINT, HEADERS, TIMEOUT, COMPRESSION
 (gzip, deflate, none), CERTIFICATE, CLIENT_CERTIFICATE and CLIENT_KEY. It goes through
 `requests`, as the SDK's exporters do, so proxies and CA bundles from the environment apply
