@@ -26,6 +26,11 @@ from tests.serve_support import ROOT, free_port
 TOKEN = "Bearer s3cr3t-otlp-token-987"
 
 
+def sent(sender: OtlpSender, body: bytes) -> bool:
+    """Whether the backend took `body`, sent as one item."""
+    return sender.deliver([body], b"".join) == []
+
+
 def lower(headers: dict[str, str]) -> dict[str, str]:
     return {name.lower(): value for name, value in headers.items()}
 
@@ -38,7 +43,7 @@ def test_a_signal_endpoint_and_headers_override_the_common_ones() -> None:
             "OTEL_EXPORTER_OTLP_HEADERS": "x-team=common",
             "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "authorization=Bearer%20abc12345,x-team=traces",
         }
-        assert OtlpSender("TRACES", env).send(b"\x0a\x00")
+        assert sent(OtlpSender("TRACES", env), b"\x0a\x00")
     [request] = backend.received
     headers = lower(request.headers)
     assert request.path == "/custom/traces" and request.body == b"\x0a\x00"
@@ -49,7 +54,7 @@ def test_a_signal_endpoint_and_headers_override_the_common_ones() -> None:
 def test_the_common_endpoint_gets_the_signal_path() -> None:
     with http_collector() as backend:
         env = {"OTEL_EXPORTER_OTLP_ENDPOINT": backend.url + "/"}
-        assert OtlpSender("TRACES", env).send(b"t") and OtlpSender("LOGS", env).send(b"l")
+        assert sent(OtlpSender("TRACES", env), b"t") and sent(OtlpSender("LOGS", env), b"l")
     assert [r.path for r in backend.received] == ["/v1/traces", "/v1/logs"]
     assert endpoint_configured("LOGS", env) and not endpoint_configured("LOGS", {})
 
@@ -65,7 +70,7 @@ def test_compression_as_the_variable_says(compression: str, decode: type[bytes])
             "OTEL_EXPORTER_OTLP_ENDPOINT": backend.url,
             "OTEL_EXPORTER_OTLP_LOGS_COMPRESSION": compression.upper(),
         }
-        assert OtlpSender("LOGS", env).send(payload)
+        assert sent(OtlpSender("LOGS", env), payload)
     [request] = backend.received
     assert decode(request.body) == payload
     encoding = lower(request.headers).get("content-encoding")
@@ -75,7 +80,7 @@ def test_compression_as_the_variable_says(compression: str, decode: type[bytes])
 def test_an_unknown_compression_sends_plain_bytes() -> None:
     with http_collector() as backend:
         env = {"OTEL_EXPORTER_OTLP_ENDPOINT": backend.url, "OTEL_EXPORTER_OTLP_COMPRESSION": "lz4"}
-        assert OtlpSender("TRACES", env).send(b"plain")
+        assert sent(OtlpSender("TRACES", env), b"plain")
     assert backend.received[0].body == b"plain"
 
 
@@ -89,7 +94,7 @@ def test_a_refusal_is_false_and_its_log_line_names_no_credential(
         env = {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": url, "OTEL_EXPORTER_OTLP_HEADERS": TOKEN}
         sender = OtlpSender("TRACES", env)
         assert sender.post(b"x") == status
-        assert not sender.send(b"x")
+        assert not sent(sender, b"x")
     output = capsys.readouterr()
     text = output.out + output.err
     assert "serve_export_refused" in text and f"status={status}" in text
@@ -100,7 +105,7 @@ def test_a_refusal_is_false_and_its_log_line_names_no_credential(
 def test_no_answer_is_none_and_false() -> None:
     env = {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{free_port()}"}
     sender = OtlpSender("TRACES", env)
-    assert sender.post(b"x") is None and not sender.send(b"x")
+    assert sender.post(b"x") is None and not sent(sender, b"x")
 
 
 @pytest.mark.parametrize("url", ["not a url", "http://[::1/v1/traces", "ftp://host/v1/traces"])
@@ -169,7 +174,7 @@ def test_https_trusts_the_certificate_the_variable_names(tmp_path: Path) -> None
     with https_backend(ca) as url:
         assert OtlpSender("TRACES", {"OTEL_EXPORTER_OTLP_ENDPOINT": url}).post(b"x") is None
         env = {"OTEL_EXPORTER_OTLP_ENDPOINT": url, "OTEL_EXPORTER_OTLP_CERTIFICATE": str(ca_file)}
-        assert OtlpSender("TRACES", env).send(b"x")
+        assert sent(OtlpSender("TRACES", env), b"x")
 
 
 def test_mutual_tls_sends_the_client_certificate(tmp_path: Path) -> None:
@@ -184,7 +189,7 @@ def test_mutual_tls_sends_the_client_certificate(tmp_path: Path) -> None:
         assert OtlpSender("LOGS", env).post(b"x") is None  # no client certificate: refused
         env["OTEL_EXPORTER_OTLP_LOGS_CLIENT_CERTIFICATE"] = str(cert_file)
         env["OTEL_EXPORTER_OTLP_LOGS_CLIENT_KEY"] = str(key_file)
-        assert OtlpSender("LOGS", env).send(b"x")
+        assert sent(OtlpSender("LOGS", env), b"x")
 
 
 def test_a_malformed_headers_variable_is_not_logged_whole() -> None:
@@ -227,8 +232,91 @@ def test_a_redirect_is_a_failed_export_and_the_headers_stay_home() -> None:
                 "OTEL_EXPORTER_OTLP_HEADERS": "x-api-key=k3y-for-the-backend-only",
             }
             sender = OtlpSender("TRACES", env)
-            assert sender.post(b"x") == 307 and not sender.send(b"x")
+            assert sender.post(b"x") == 307 and not sent(sender, b"x")
         finally:
             server.shutdown()
             server.server_close()
     assert elsewhere.received == []
+
+
+@contextmanager
+def bounded_backend(
+    limit: int, refuse: set[int] | None = None
+) -> Iterator[tuple[str, list[bytes]]]:
+    """Answers 413 to a body over `limit` bytes, 503 to the requests numbered in `refuse`
+    (counting from 0), else 200; records each body it took."""
+    taken: list[bytes] = []
+    count = [0]
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            number, count[0] = count[0], count[0] + 1
+            status = 413 if len(body) > limit else 503 if number in (refuse or set()) else 200
+            if status == 200:
+                taken.append(body)
+            self.send_response(status)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", taken
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def items(count: int, size: int) -> list[bytes]:
+    return [bytes([index % 251]) * size for index in range(count)]
+
+
+def test_a_batch_over_the_request_bound_goes_in_parts_each_within_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("agentscore.serve.otlp_send.MAX_REQUEST_BYTES", 1000)
+    batch = items(10, 300)
+    with bounded_backend(limit=10**6) as (url, taken):
+        sender = OtlpSender("TRACES", {"OTEL_EXPORTER_OTLP_ENDPOINT": url})
+        assert sender.deliver(batch, b"".join) == []
+    assert all(len(body) <= 1000 for body in taken) and len(taken) > 1
+    assert b"".join(taken) == b"".join(batch)  # every item once, in order
+
+
+def test_a_413_halves_the_request_until_the_backend_takes_it() -> None:
+    batch = items(16, 100)
+    with bounded_backend(limit=450) as (url, taken):
+        sender = OtlpSender("LOGS", {"OTEL_EXPORTER_OTLP_ENDPOINT": url})
+        assert sender.deliver(batch, b"".join) == []
+    assert [len(body) for body in taken] == [400] * 4
+    assert b"".join(taken) == b"".join(batch)
+
+
+def test_one_item_too_large_for_the_backend_is_logged_and_left_out_not_retried_forever(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    batch = [b"a" * 100, b"b" * 5000, b"c" * 100]
+    with bounded_backend(limit=1000) as (url, taken):
+        sender = OtlpSender("TRACES", {"OTEL_EXPORTER_OTLP_ENDPOINT": url})
+        assert sender.deliver(batch, b"".join) == []
+    assert taken == [b"a" * 100, b"c" * 100]
+    assert "serve_export_item_too_large" in capsys.readouterr().out
+
+
+def test_when_the_backend_fails_midway_only_what_it_did_not_take_comes_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("agentscore.serve.otlp_send.MAX_REQUEST_BYTES", 1000)
+    batch = items(8, 200)  # 1,600 bytes: two requests of 4 items
+    with bounded_backend(limit=10**6, refuse={1}) as (url, taken):
+        sender = OtlpSender("TRACES", {"OTEL_EXPORTER_OTLP_ENDPOINT": url})
+        assert sender.deliver(batch, b"".join) == batch[4:]
+    assert taken == [b"".join(batch[:4])]
+    with bounded_backend(limit=10**6, refuse={0}) as (url, taken):
+        sender = OtlpSender("TRACES", {"OTEL_EXPORTER_OTLP_ENDPOINT": url})
+        assert sender.deliver(batch, b"".join) == batch  # the second half is not tried
+    assert taken == []

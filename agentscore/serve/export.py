@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 import structlog
 from opentelemetry.sdk._logs import (
@@ -85,55 +85,51 @@ def keyed_ids(key: JobKey, attempt: int = 0) -> Iterator[None]:
         _job_key.reset(token)
 
 
-class _SpanOutbox(SpanProcessor):
-    def __init__(self, send: Callable[[list[ReadableSpan]], bool]) -> None:
+class _Outbox(Generic[_Item]):
+    """Items waiting for the next export. `send` returns what the backend did not take:
+    that is sent again by the next export, ahead of newer items, so an export failure never
+    makes the worker score the same job again."""
+
+    def __init__(self, send: Callable[[list[_Item]], list[_Item]]) -> None:
         self._send = send
         self._lock = threading.Lock()
-        self._items: list[ReadableSpan] = []
+        self._items: list[_Item] = []
 
-    def on_end(self, span: ReadableSpan) -> None:
+    def add(self, item: _Item) -> None:
         with self._lock:
-            self._items.append(span)
+            self._items.append(item)
 
     def export(self) -> bool:
         with self._lock:
             items, self._items = self._items, []
-        if not items or self._send(items):
-            return True
-        _put_back(self._lock, self._items, items)
-        return False
+        unsent = self._send(items) if items else []
+        if unsent:
+            with self._lock:
+                self._items[:0] = unsent
+        return not unsent
 
 
-def _put_back(lock: threading.Lock, outbox: list[_Item], items: list[_Item]) -> None:
-    # What the backend refused is sent again by the next export, ahead of newer items: an
-    # export failure must never make the worker score the same job again.
-    with lock:
-        outbox[:0] = items
+class _SpanOutbox(SpanProcessor):
+    def __init__(self, outbox: _Outbox[ReadableSpan]) -> None:
+        self.outbox = outbox
+
+    def on_end(self, span: ReadableSpan) -> None:
+        self.outbox.add(span)
 
 
 class _LogOutbox(LogRecordProcessor):
-    def __init__(self, send: Callable[[list[ReadableLogRecord]], bool]) -> None:
-        self._send = send
-        self._lock = threading.Lock()
-        self._items: list[ReadableLogRecord] = []
+    def __init__(self, outbox: _Outbox[ReadableLogRecord]) -> None:
+        self.outbox = outbox
 
     def on_emit(self, log_record: ReadWriteLogRecord) -> None:
-        readable = ReadableLogRecord(
-            log_record=log_record.log_record,
-            resource=log_record.resource or Resource.create({}),
-            instrumentation_scope=log_record.instrumentation_scope,
-            limits=log_record.limits,
+        self.outbox.add(
+            ReadableLogRecord(
+                log_record=log_record.log_record,
+                resource=log_record.resource or Resource.create({}),
+                instrumentation_scope=log_record.instrumentation_scope,
+                limits=log_record.limits,
+            )
         )
-        with self._lock:
-            self._items.append(readable)
-
-    def export(self) -> bool:
-        with self._lock:
-            items, self._items = self._items, []
-        if not items or self._send(items):
-            return True
-        _put_back(self._lock, self._items, items)
-        return False
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         return True
@@ -148,8 +144,8 @@ class Exporters:
     logger_provider: LoggerProvider
     meter_provider: MeterProvider | None
     destination: str
-    _spans: _SpanOutbox
-    _logs: _LogOutbox | None
+    _spans: _Outbox[ReadableSpan]
+    _logs: _Outbox[ReadableLogRecord] | None
     _close: Callable[[], None]
 
     def export(self) -> bool:
@@ -172,13 +168,13 @@ def build_exporters(jsonl_path: str | Path, service_name: str = "agentscore-serv
     tracer_provider = TracerProvider(resource=resource, id_generator=_KeyedIdGenerator())
     logger_provider = LoggerProvider(resource=resource)
     meter_provider: MeterProvider | None = None
-    logs: _LogOutbox | None = None
+    logs: _Outbox[ReadableLogRecord] | None = None
     close: Callable[[], None]
     if endpoint_configured("TRACES"):
         span_sender, log_sender = OtlpSender("TRACES"), OtlpSender("LOGS")
-        spans = _SpanOutbox(lambda items: span_sender.send(encode_spans(items)))
+        spans = _Outbox[ReadableSpan](lambda items: span_sender.deliver(items, encode_spans))
         if endpoint_configured("LOGS") and _takes_logs(log_sender):
-            logs = _LogOutbox(lambda items: log_sender.send(encode_logs(items)))
+            logs = _Outbox(lambda items: log_sender.deliver(items, encode_logs))
 
         def close() -> None:
             span_sender.close()
@@ -192,13 +188,17 @@ def build_exporters(jsonl_path: str | Path, service_name: str = "agentscore-serv
         destination = "OTLP/HTTP " + without_credentials(span_sender.url)
     else:
         jsonl = JsonlExporter(jsonl_path)
-        spans = _SpanOutbox(lambda items: jsonl.export(items) is SpanExportResult.SUCCESS)
-        logs = _LogOutbox(lambda items: jsonl.export(items) is LogRecordExportResult.SUCCESS)
+        spans = _Outbox(
+            lambda items: [] if jsonl.export(items) is SpanExportResult.SUCCESS else items
+        )
+        logs = _Outbox(
+            lambda items: [] if jsonl.export(items) is LogRecordExportResult.SUCCESS else items
+        )
         destination = str(Path(jsonl_path).resolve())
         close = jsonl.shutdown
-    tracer_provider.add_span_processor(spans)
+    tracer_provider.add_span_processor(_SpanOutbox(spans))
     if logs is not None:
-        logger_provider.add_log_record_processor(logs)
+        logger_provider.add_log_record_processor(_LogOutbox(logs))
     return Exporters(
         tracer_provider, logger_provider, meter_provider, destination, spans, logs, close
     )

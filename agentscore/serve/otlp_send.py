@@ -16,8 +16,8 @@ from __future__ import annotations
 import gzip
 import os
 import zlib
-from collections.abc import Mapping
-from typing import Literal
+from collections.abc import Callable, Mapping, Sequence
+from typing import Literal, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import requests
@@ -26,13 +26,23 @@ from opentelemetry.util.re import parse_env_headers
 
 from agentscore._redact import redact_library_logs
 
-__all__ = ["OtlpSender", "Signal", "endpoint_configured", "without_credentials"]
+__all__ = [
+    "MAX_REQUEST_BYTES",
+    "OtlpSender",
+    "Signal",
+    "endpoint_configured",
+    "without_credentials",
+]
 
 _log = structlog.get_logger("agentscore.serve")
 
 Signal = Literal["TRACES", "LOGS", "METRICS"]
 _PATHS: dict[Signal, str] = {"TRACES": "v1/traces", "LOGS": "v1/logs", "METRICS": "v1/metrics"}
 _DEFAULT_TIMEOUT = 10.0
+# Below common receivers' bounds (the Collector's OTLP/HTTP default is 20 MiB).
+MAX_REQUEST_BYTES = 4 * 1024 * 1024
+_TOO_LARGE = 413
+_Item = TypeVar("_Item")
 # The header parser logs a malformed OTEL_EXPORTER_OTLP_HEADERS value whole, credential and all.
 redact_library_logs("opentelemetry.util.re")
 
@@ -96,14 +106,49 @@ class OtlpSender:
         reply.close()  # the body (a partial-success notice at most) is not needed
         return reply.status_code
 
-    def send(self, body: bytes) -> bool:
-        """Whether the backend took `body` (a 2xx)."""
+    def deliver(
+        self, items: Sequence[_Item], encode: Callable[[Sequence[_Item]], bytes]
+    ) -> list[_Item]:
+        """POST `items`, encoded, in requests of at most `MAX_REQUEST_BYTES` (a larger
+        batch is halved until it fits, or until one item is left); returns the items the
+        backend did not take, to be sent again.
+
+        A 413 halves the request too (the backend's bound may be lower than ours). One item
+        refused as too large on its own can never be delivered: it is logged and left out,
+        so it does not hold every later export back (its score was kept and delivered to
+        the sinks; only the backend lacks it)."""
+        body = encode(items)
+        if len(items) > 1 and len(body) > MAX_REQUEST_BYTES:
+            return self._halves(items, encode)
         status = self.post(body)
-        if status is not None and not 200 <= status < 300:
+        if status is not None and 200 <= status < 300:
+            return []
+        if status == _TOO_LARGE:
+            if len(items) > 1:
+                return self._halves(items, encode)
+            _log.error(
+                "serve_export_item_too_large",
+                endpoint=without_credentials(self.url),
+                bytes=len(body),
+                hint="the backend refuses this one evaluation as too large (413); it is "
+                "not exported. Raise the backend's request size limit, or turn content "
+                "capture off",
+            )
+            return []
+        if status is not None:
             _log.warning(
                 "serve_export_refused", endpoint=without_credentials(self.url), status=status
             )
-        return status is not None and 200 <= status < 300
+        return list(items)
+
+    def _halves(
+        self, items: Sequence[_Item], encode: Callable[[Sequence[_Item]], bytes]
+    ) -> list[_Item]:
+        middle = len(items) // 2
+        left = self.deliver(items[:middle], encode)
+        if left:  # the backend is failing: the other half waits for the next export
+            return left + list(items[middle:])
+        return self.deliver(items[middle:], encode)
 
     def close(self) -> None:
         self._session.close()
