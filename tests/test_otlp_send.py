@@ -19,7 +19,12 @@ from pathlib import Path
 import pytest
 import trustme
 
-from agentscore.serve.otlp_send import OtlpSender, endpoint_configured, without_credentials
+from agentscore.serve.otlp_send import (
+    OtlpSender,
+    OtlpUnanswered,
+    endpoint_configured,
+    without_credentials,
+)
 from tests.http_collector import http_collector
 from tests.serve_support import ROOT, free_port
 
@@ -43,7 +48,7 @@ def test_a_signal_endpoint_and_headers_override_the_common_ones() -> None:
             "OTEL_EXPORTER_OTLP_HEADERS": "x-team=common",
             "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "authorization=Bearer%20abc12345,x-team=traces",
         }
-        assert sent(OtlpSender("TRACES", env), b"\x0a\x00")
+        assert sent(OtlpSender.from_environment("TRACES", env), b"\x0a\x00")
     [request] = backend.received
     headers = lower(request.headers)
     assert request.path == "/custom/traces" and request.body == b"\x0a\x00"
@@ -54,7 +59,9 @@ def test_a_signal_endpoint_and_headers_override_the_common_ones() -> None:
 def test_the_common_endpoint_gets_the_signal_path() -> None:
     with http_collector() as backend:
         env = {"OTEL_EXPORTER_OTLP_ENDPOINT": backend.url + "/"}
-        assert sent(OtlpSender("TRACES", env), b"t") and sent(OtlpSender("LOGS", env), b"l")
+        assert sent(OtlpSender.from_environment("TRACES", env), b"t") and sent(
+            OtlpSender.from_environment("LOGS", env), b"l"
+        )
     assert [r.path for r in backend.received] == ["/v1/traces", "/v1/logs"]
     assert endpoint_configured("LOGS", env) and not endpoint_configured("LOGS", {})
 
@@ -70,7 +77,7 @@ def test_compression_as_the_variable_says(compression: str, decode: type[bytes])
             "OTEL_EXPORTER_OTLP_ENDPOINT": backend.url,
             "OTEL_EXPORTER_OTLP_LOGS_COMPRESSION": compression.upper(),
         }
-        assert sent(OtlpSender("LOGS", env), payload)
+        assert sent(OtlpSender.from_environment("LOGS", env), payload)
     [request] = backend.received
     assert decode(request.body) == payload
     encoding = lower(request.headers).get("content-encoding")
@@ -80,7 +87,7 @@ def test_compression_as_the_variable_says(compression: str, decode: type[bytes])
 def test_an_unknown_compression_sends_plain_bytes() -> None:
     with http_collector() as backend:
         env = {"OTEL_EXPORTER_OTLP_ENDPOINT": backend.url, "OTEL_EXPORTER_OTLP_COMPRESSION": "lz4"}
-        assert sent(OtlpSender("TRACES", env), b"plain")
+        assert sent(OtlpSender.from_environment("TRACES", env), b"plain")
     assert backend.received[0].body == b"plain"
 
 
@@ -92,7 +99,7 @@ def test_a_refusal_is_false_and_its_log_line_names_no_credential(
         backend.status = status
         url = backend.url.replace("http://", "http://user:pa55word-xyz@") + "/v1/traces?key=k3y"
         env = {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": url, "OTEL_EXPORTER_OTLP_HEADERS": TOKEN}
-        sender = OtlpSender("TRACES", env)
+        sender = OtlpSender.from_environment("TRACES", env)
         assert sender.post(b"x") == status
         assert not sent(sender, b"x")
     output = capsys.readouterr()
@@ -104,13 +111,18 @@ def test_a_refusal_is_false_and_its_log_line_names_no_credential(
 
 def test_no_answer_is_none_and_false() -> None:
     env = {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{free_port()}"}
-    sender = OtlpSender("TRACES", env)
-    assert sender.post(b"x") is None and not sent(sender, b"x")
+    sender = OtlpSender.from_environment("TRACES", env)
+    with pytest.raises(OtlpUnanswered, match="ConnectionError"):
+        sender.post(b"x")
+    assert not sent(sender, b"x")
 
 
 @pytest.mark.parametrize("url", ["not a url", "http://[::1/v1/traces", "ftp://host/v1/traces"])
 def test_an_endpoint_that_cannot_be_posted_to_is_no_answer(url: str) -> None:
-    assert OtlpSender("TRACES", {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": url}).post(b"") is None
+    sender = OtlpSender.from_environment("TRACES", {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": url})
+    with pytest.raises(OtlpUnanswered):
+        sender.post(b"")
+    assert not sent(sender, b"")
     assert without_credentials("http://[x") == "a URL that does not parse"
 
 
@@ -123,9 +135,10 @@ def test_a_backend_that_never_answers_is_given_up_on_at_the_timeout() -> None:
             "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT": "0.5",
             "OTEL_EXPORTER_OTLP_TIMEOUT": "30",
         }
-        sender = OtlpSender("TRACES", env)
+        sender = OtlpSender.from_environment("TRACES", env)
         started = time.monotonic()
-        assert sender.post(b"x") is None
+        with pytest.raises(OtlpUnanswered, match="Timeout"):
+            sender.post(b"x")
         assert time.monotonic() - started < 5
     finally:
         listener.close()
@@ -134,7 +147,7 @@ def test_a_backend_that_never_answers_is_given_up_on_at_the_timeout() -> None:
 @pytest.mark.parametrize("raw", ["", "soon", "-1", "0"])
 def test_a_missing_or_unusable_timeout_is_ten_seconds(raw: str) -> None:
     env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9", "OTEL_EXPORTER_OTLP_TIMEOUT": raw}
-    assert OtlpSender("TRACES", env).timeout == 10.0
+    assert OtlpSender.from_environment("TRACES", env).timeout == 10.0
 
 
 @contextmanager
@@ -172,9 +185,11 @@ def test_https_trusts_the_certificate_the_variable_names(tmp_path: Path) -> None
     ca_file = tmp_path / "ca.pem"
     ca.cert_pem.write_to_path(str(ca_file))
     with https_backend(ca) as url:
-        assert OtlpSender("TRACES", {"OTEL_EXPORTER_OTLP_ENDPOINT": url}).post(b"x") is None
+        untrusted = OtlpSender.from_environment("TRACES", {"OTEL_EXPORTER_OTLP_ENDPOINT": url})
+        with pytest.raises(OtlpUnanswered, match="SSLError"):
+            untrusted.post(b"x")
         env = {"OTEL_EXPORTER_OTLP_ENDPOINT": url, "OTEL_EXPORTER_OTLP_CERTIFICATE": str(ca_file)}
-        assert sent(OtlpSender("TRACES", env), b"x")
+        assert sent(OtlpSender.from_environment("TRACES", env), b"x")
 
 
 def test_mutual_tls_sends_the_client_certificate(tmp_path: Path) -> None:
@@ -186,16 +201,17 @@ def test_mutual_tls_sends_the_client_certificate(tmp_path: Path) -> None:
     client.private_key_pem.write_to_path(str(key_file))
     with https_backend(server_ca, client_ca=client_ca) as url:
         env = {"OTEL_EXPORTER_OTLP_ENDPOINT": url, "OTEL_EXPORTER_OTLP_CERTIFICATE": str(ca_file)}
-        assert OtlpSender("LOGS", env).post(b"x") is None  # no client certificate: refused
+        with pytest.raises(OtlpUnanswered):  # no client certificate: refused in the handshake
+            OtlpSender.from_environment("LOGS", env).post(b"x")
         env["OTEL_EXPORTER_OTLP_LOGS_CLIENT_CERTIFICATE"] = str(cert_file)
         env["OTEL_EXPORTER_OTLP_LOGS_CLIENT_KEY"] = str(key_file)
-        assert sent(OtlpSender("LOGS", env), b"x")
+        assert sent(OtlpSender.from_environment("LOGS", env), b"x")
 
 
 def test_a_malformed_headers_variable_is_not_logged_whole() -> None:
     script = (
         "from agentscore.serve.otlp_send import OtlpSender\n"
-        "print(OtlpSender('TRACES').headers.get('authorization'))\n"
+        "print(OtlpSender.from_environment('TRACES').headers.get('authorization'))\n"
     )
     env = {
         "PATH": "/usr/bin:/bin",
@@ -231,7 +247,7 @@ def test_a_redirect_is_a_failed_export_and_the_headers_stay_home() -> None:
                 "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{server.server_address[1]}",
                 "OTEL_EXPORTER_OTLP_HEADERS": "x-api-key=k3y-for-the-backend-only",
             }
-            sender = OtlpSender("TRACES", env)
+            sender = OtlpSender.from_environment("TRACES", env)
             assert sender.post(b"x") == 307 and not sent(sender, b"x")
         finally:
             server.shutdown()
@@ -281,7 +297,7 @@ def test_a_batch_over_the_request_bound_goes_in_parts_each_within_it(
     monkeypatch.setattr("agentscore.serve.otlp_send.MAX_REQUEST_BYTES", 1000)
     batch = items(10, 300)
     with bounded_backend(limit=10**6) as (url, taken):
-        sender = OtlpSender("TRACES", {"OTEL_EXPORTER_OTLP_ENDPOINT": url})
+        sender = OtlpSender.from_environment("TRACES", {"OTEL_EXPORTER_OTLP_ENDPOINT": url})
         assert sender.deliver(batch, b"".join) == []
     assert all(len(body) <= 1000 for body in taken) and len(taken) > 1
     assert b"".join(taken) == b"".join(batch)  # every item once, in order
@@ -290,7 +306,7 @@ def test_a_batch_over_the_request_bound_goes_in_parts_each_within_it(
 def test_a_413_halves_the_request_until_the_backend_takes_it() -> None:
     batch = items(16, 100)
     with bounded_backend(limit=450) as (url, taken):
-        sender = OtlpSender("LOGS", {"OTEL_EXPORTER_OTLP_ENDPOINT": url})
+        sender = OtlpSender.from_environment("LOGS", {"OTEL_EXPORTER_OTLP_ENDPOINT": url})
         assert sender.deliver(batch, b"".join) == []
     assert [len(body) for body in taken] == [400] * 4
     assert b"".join(taken) == b"".join(batch)
@@ -301,7 +317,7 @@ def test_one_item_too_large_for_the_backend_is_logged_and_left_out_not_retried_f
 ) -> None:
     batch = [b"a" * 100, b"b" * 5000, b"c" * 100]
     with bounded_backend(limit=1000) as (url, taken):
-        sender = OtlpSender("TRACES", {"OTEL_EXPORTER_OTLP_ENDPOINT": url})
+        sender = OtlpSender.from_environment("TRACES", {"OTEL_EXPORTER_OTLP_ENDPOINT": url})
         assert sender.deliver(batch, b"".join) == []
     assert taken == [b"a" * 100, b"c" * 100]
     assert "serve_export_item_too_large" in capsys.readouterr().out
@@ -313,10 +329,10 @@ def test_when_the_backend_fails_midway_only_what_it_did_not_take_comes_back(
     monkeypatch.setattr("agentscore.serve.otlp_send.MAX_REQUEST_BYTES", 1000)
     batch = items(8, 200)  # 1,600 bytes: two requests of 4 items
     with bounded_backend(limit=10**6, refuse={1}) as (url, taken):
-        sender = OtlpSender("TRACES", {"OTEL_EXPORTER_OTLP_ENDPOINT": url})
+        sender = OtlpSender.from_environment("TRACES", {"OTEL_EXPORTER_OTLP_ENDPOINT": url})
         assert sender.deliver(batch, b"".join) == batch[4:]
     assert taken == [b"".join(batch[:4])]
     with bounded_backend(limit=10**6, refuse={0}) as (url, taken):
-        sender = OtlpSender("TRACES", {"OTEL_EXPORTER_OTLP_ENDPOINT": url})
+        sender = OtlpSender.from_environment("TRACES", {"OTEL_EXPORTER_OTLP_ENDPOINT": url})
         assert sender.deliver(batch, b"".join) == batch  # the second half is not tried
     assert taken == []

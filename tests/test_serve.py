@@ -15,6 +15,7 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import SpanExportResult
 
+from agentscore.serve.forward import FORWARD_USER_AGENT
 from tests.http_collector import http_collector
 from tests.serve_support import (
     ANSWER,
@@ -187,7 +188,7 @@ def test_forward_passes_requests_on_unchanged_and_refusals_back(tmp_path: Path) 
     app_requests = [
         item.body
         for item in backend.received
-        if item.path == "/v1/traces" and item.headers.get("User-Agent", "").startswith("Python-")
+        if item.path == "/v1/traces" and item.headers.get("User-Agent") == FORWARD_USER_AGENT
     ]
     assert app_requests == [body, body]  # the refused try, then the accepted one, byte for byte
     assert health["forward_failures"] == 1

@@ -166,7 +166,7 @@ def test_the_logs_probe_turns_logs_off_only_for_a_missing_endpoint(
             "OTEL_EXPORTER_OTLP_ENDPOINT": backend.url,
             "OTEL_EXPORTER_OTLP_HEADERS": "authorization=Bearer%20probe-token-123",
         }
-        assert _takes_logs(OtlpSender("LOGS", env)) is takes
+        assert _takes_logs(OtlpSender.from_environment("LOGS", env)) is takes
     [probe] = backend.received
     headers = {name.lower(): value for name, value in probe.headers.items()}
     assert probe.body == b"" and headers["authorization"] == "Bearer probe-token-123"
@@ -174,11 +174,14 @@ def test_the_logs_probe_turns_logs_off_only_for_a_missing_endpoint(
 
 def test_an_unreachable_logs_endpoint_keeps_logs_on() -> None:
     env = {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{free_port()}"}
-    assert _takes_logs(OtlpSender("LOGS", env)) is True
+    assert _takes_logs(OtlpSender.from_environment("LOGS", env)) is True
 
 
 @pytest.mark.parametrize("url", ["not a url", "http://[::1/v1/logs"])
 def test_a_logs_endpoint_that_does_not_parse_keeps_logs_on_and_does_not_stop_the_start(
     url: str,
 ) -> None:
-    assert _takes_logs(OtlpSender("LOGS", {"OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": url})) is True
+    assert (
+        _takes_logs(OtlpSender.from_environment("LOGS", {"OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": url}))
+        is True
+    )

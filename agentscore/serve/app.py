@@ -21,6 +21,7 @@ from agentscore.serve.forward import ForwardError, forward
 from agentscore.serve.health import ServiceHealth
 from agentscore.serve.ingest import Ingestor, OverBudget
 from agentscore.serve.otlp import OtlpDecodeError, decode_traces, success_response
+from agentscore.serve.otlp_send import OtlpSender
 from agentscore.serve.queue import SqliteQueue
 from agentscore.serve.stats import ServiceStats
 
@@ -50,8 +51,7 @@ class ServeApp:
         on_startup: Callable[[], None] = lambda: None,
         on_shutdown: Callable[[], None] = lambda: None,
         on_drain: Callable[[float], None] = lambda timeout: None,
-        forward_to: str | None = None,
-        forward_headers: Mapping[str, str] | None = None,
+        forward_to: OtlpSender | None = None,
         ingest_token: bytes | None = None,
         body_timeout: float = 30.0,
         judge_health: Callable[[], Mapping[str, Any]] = dict,
@@ -66,7 +66,6 @@ class ServeApp:
         self._on_startup = on_startup
         self._on_shutdown = on_shutdown
         self._forward_to = forward_to
-        self._forward_headers = dict(forward_headers or {})
         self.ingest_token = ingest_token
         self._body_timeout = body_timeout
         self._on_drain = on_drain
@@ -197,7 +196,7 @@ class ServeApp:
         spans = decode_traces(body, content_type, encoding, max_size=self._max_body)
         if self._forward_to is not None:
             self._ingestor.check_room(spans)
-            forward(self._forward_to, body, content_type, encoding, self._forward_headers)
+            forward(self._forward_to, body, content_type, encoding)
         self._ingestor.ingest(spans)
 
     def _health_report(self) -> dict[str, Any]:

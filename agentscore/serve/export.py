@@ -34,7 +34,12 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 from opentelemetry.sdk.trace.id_generator import IdGenerator, RandomIdGenerator
 
 from agentscore.serve.otlp_encode import encode_logs, encode_spans
-from agentscore.serve.otlp_send import OtlpSender, endpoint_configured, without_credentials
+from agentscore.serve.otlp_send import (
+    OtlpSender,
+    OtlpUnanswered,
+    endpoint_configured,
+    without_credentials,
+)
 from agentscore.serve.queue import JobKey
 from agentscore.telemetry.setup import JsonlExporter
 
@@ -171,7 +176,8 @@ def build_exporters(jsonl_path: str | Path, service_name: str = "agentscore-serv
     logs: _Outbox[ReadableLogRecord] | None = None
     close: Callable[[], None]
     if endpoint_configured("TRACES"):
-        span_sender, log_sender = OtlpSender("TRACES"), OtlpSender("LOGS")
+        span_sender = OtlpSender.from_environment("TRACES")
+        log_sender = OtlpSender.from_environment("LOGS")
         spans = _Outbox[ReadableSpan](lambda items: span_sender.deliver(items, encode_spans))
         if endpoint_configured("LOGS") and _takes_logs(log_sender):
             logs = _Outbox(lambda items: log_sender.deliver(items, encode_logs))
@@ -213,7 +219,10 @@ def _takes_logs(sender: OtlpSender) -> bool:
     receiver that takes logs). A trace-only backend (Phoenix) answers 404 or 405, and every
     job would then wait on disk for a log export that can never succeed; evaluations go out
     as spans only instead. Any other answer, or none, keeps the logs: an outage is not proof."""
-    status = sender.post(b"")
+    try:
+        status = sender.post(b"")
+    except OtlpUnanswered:
+        return True
     if status in _NO_SUCH_ENDPOINT:
         _log.error(
             "serve_logs_endpoint_missing",

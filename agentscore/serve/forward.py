@@ -17,16 +17,23 @@ that answers 3xx to a POST has stored nothing).
 from __future__ import annotations
 
 import re
-import urllib.error
-import urllib.request
 from collections.abc import Mapping
 from urllib.parse import unquote
 
 from agentscore.errors import ConfigurationError
+from agentscore.serve.otlp_send import OtlpSender, OtlpUnanswered
 
-__all__ = ["FORWARD_HEADERS_ENV", "ForwardError", "forward", "forward_headers"]
+__all__ = [
+    "FORWARD_HEADERS_ENV",
+    "FORWARD_USER_AGENT",
+    "ForwardError",
+    "forward",
+    "forward_headers",
+]
 
 FORWARD_HEADERS_ENV = "AGENTSCORE_FORWARD_HEADERS"
+# Tells a backend (and its logs) which requests the service passed on, not made itself.
+FORWARD_USER_AGENT = "agentscore-serve (forward)"
 
 
 class ForwardError(Exception):
@@ -56,29 +63,11 @@ def forward_headers(environ: Mapping[str, str]) -> dict[str, str]:
     return headers
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args: object, **kwargs: object) -> None:
-        return None  # urllib then raises the 3xx as an HTTPError
-
-
-_opener = urllib.request.build_opener(_NoRedirect)
-
-
-def forward(
-    url: str,
-    body: bytes,
-    content_type: str,
-    content_encoding: str,
-    extra_headers: Mapping[str, str],
-) -> None:
-    headers = {**extra_headers, "Content-Type": content_type}
-    if content_encoding:
-        headers["Content-Encoding"] = content_encoding
-    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+def forward(sender: OtlpSender, body: bytes, content_type: str, content_encoding: str) -> None:
+    """Pass one received request on, same bytes, type and encoding; raises ForwardError."""
     try:
-        with _opener.open(request, timeout=10) as reply:
-            reply.read()
-    except urllib.error.HTTPError as exc:
-        raise ForwardError(f"backend answered {exc.code}") from None
-    except OSError as exc:
-        raise ForwardError(f"backend unreachable: {type(exc).__name__}") from None
+        status = sender.post(body, content_type, content_encoding)
+    except OtlpUnanswered as exc:
+        raise ForwardError(f"backend unreachable: {exc.error_type}") from None
+    if not 200 <= status < 300:
+        raise ForwardError(f"backend answered {status}")

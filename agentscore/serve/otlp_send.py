@@ -29,6 +29,7 @@ from agentscore._redact import redact_library_logs
 __all__ = [
     "MAX_REQUEST_BYTES",
     "OtlpSender",
+    "OtlpUnanswered",
     "Signal",
     "endpoint_configured",
     "without_credentials",
@@ -47,8 +48,44 @@ _Item = TypeVar("_Item")
 redact_library_logs("opentelemetry.util.re")
 
 
+class OtlpUnanswered(Exception):
+    """No HTTP answer at all (refused, reset, TLS, the timeout); names only the error type."""
+
+    def __init__(self, error_type: str) -> None:
+        super().__init__(error_type)
+        self.error_type = error_type
+
+
 class OtlpSender:
-    def __init__(self, signal: Signal, environ: Mapping[str, str] = os.environ) -> None:
+    """POSTs to one OTLP/HTTP endpoint over kept-alive connections (thread-safe, as
+    `requests` sessions are for posting). `compression` applies to what `deliver` encodes."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str],
+        timeout: float = _DEFAULT_TIMEOUT,
+        compression: str = "none",
+        verify: str | bool = True,
+        cert: str | tuple[str, str] | None = None,
+    ) -> None:
+        self.url = url
+        self.headers = {"User-Agent": "agentscore-serve", **headers}
+        self.timeout = timeout
+        self.compression = compression
+        self._session = requests.Session()
+        # Per request, not on the session: requests lets REQUESTS_CA_BUNDLE override a
+        # session's `verify`, and the OTLP variable must win.
+        self._verify = verify
+        self._cert = cert
+
+    @classmethod
+    def from_environment(
+        cls, signal: Signal, environ: Mapping[str, str] = os.environ
+    ) -> OtlpSender:
+        """Configured by the OTEL_EXPORTER_OTLP_* variables, as the SDK's exporters are."""
+
         def setting(name: str) -> str:
             return environ.get(f"OTEL_EXPORTER_OTLP_{signal}_{name}") or environ.get(
                 f"OTEL_EXPORTER_OTLP_{name}", ""
@@ -56,53 +93,47 @@ class OtlpSender:
 
         # A per-signal endpoint is used as it is; the common one gets the signal's path.
         own = environ.get(f"OTEL_EXPORTER_OTLP_{signal}_ENDPOINT")
-        self.url = own or environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").rstrip("/") + (
+        url = own or environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").rstrip("/") + (
             "/" + _PATHS[signal]
         )
-        self.headers = {
-            "Content-Type": "application/x-protobuf",
-            "User-Agent": "agentscore-serve",
-            **dict(parse_env_headers(setting("HEADERS"), liberal=True)),
-        }
-        self.timeout = _seconds(setting("TIMEOUT"))
-        self.compression = setting("COMPRESSION").strip().lower() or "none"
-        if self.compression not in ("gzip", "deflate", "none"):
-            _log.warning("serve_otlp_compression_unknown", compression=self.compression[:20])
-            self.compression = "none"
-        if self.compression != "none":
-            self.headers["Content-Encoding"] = self.compression
-        self._session = requests.Session()
-        # Per request, not on the session: requests lets REQUESTS_CA_BUNDLE override a
-        # session's `verify`, and the OTLP variable must win.
-        self._verify: str | bool = setting("CERTIFICATE") or True
+        compression = setting("COMPRESSION").strip().lower() or "none"
+        if compression not in ("gzip", "deflate", "none"):
+            _log.warning("serve_otlp_compression_unknown", compression=compression[:20])
+            compression = "none"
         certificate, key = setting("CLIENT_CERTIFICATE"), setting("CLIENT_KEY")
-        self._cert = ((certificate, key) if key else certificate) if certificate else None
+        return cls(
+            url,
+            headers=dict(parse_env_headers(setting("HEADERS"), liberal=True)),
+            timeout=_seconds(setting("TIMEOUT")),
+            compression=compression,
+            verify=setting("CERTIFICATE") or True,
+            cert=((certificate, key) if key else certificate) if certificate else None,
+        )
 
-    def post(self, body: bytes) -> int | None:
-        """The backend's status for `body`, or None when it did not answer."""
-        if self.compression == "gzip":
-            body = gzip.compress(body, compresslevel=6, mtime=0)
-        elif self.compression == "deflate":
-            body = zlib.compress(body)
+    def post(
+        self,
+        body: bytes,
+        content_type: str = "application/x-protobuf",
+        content_encoding: str = "",
+    ) -> int:
+        """The backend's status for `body`, sent as it is; raises OtlpUnanswered."""
+        headers = {**self.headers, "Content-Type": content_type}
+        if content_encoding:
+            headers["Content-Encoding"] = content_encoding
         try:
             reply = self._session.post(
                 self.url,
                 data=body,
-                headers=self.headers,
+                headers=headers,
                 timeout=self.timeout,
                 verify=self._verify,
                 cert=self._cert,
-                # A 3xx is a failed export: following it would hand the headers (often a
+                # A 3xx is a failure: following it would hand the headers (often a
                 # credential) to another origin, and a backend that redirects stored nothing.
                 allow_redirects=False,
             )
         except (requests.RequestException, ValueError, OSError) as exc:
-            _log.warning(
-                "serve_export_unanswered",
-                endpoint=without_credentials(self.url),
-                error_type=type(exc).__name__,
-            )
-            return None
+            raise OtlpUnanswered(type(exc).__name__) from None
         reply.close()  # the body (a partial-success notice at most) is not needed
         return reply.status_code
 
@@ -120,8 +151,16 @@ class OtlpSender:
         body = encode(items)
         if len(items) > 1 and len(body) > MAX_REQUEST_BYTES:
             return self._halves(items, encode)
-        status = self.post(body)
-        if status is not None and 200 <= status < 300:
+        try:
+            status = self._post_compressed(body)
+        except OtlpUnanswered as exc:
+            _log.warning(
+                "serve_export_unanswered",
+                endpoint=without_credentials(self.url),
+                error_type=exc.error_type,
+            )
+            return list(items)
+        if 200 <= status < 300:
             return []
         if status == _TOO_LARGE:
             if len(items) > 1:
@@ -135,11 +174,15 @@ class OtlpSender:
                 "capture off",
             )
             return []
-        if status is not None:
-            _log.warning(
-                "serve_export_refused", endpoint=without_credentials(self.url), status=status
-            )
+        _log.warning("serve_export_refused", endpoint=without_credentials(self.url), status=status)
         return list(items)
+
+    def _post_compressed(self, body: bytes) -> int:
+        if self.compression == "gzip":
+            return self.post(gzip.compress(body, compresslevel=6, mtime=0), content_encoding="gzip")
+        if self.compression == "deflate":
+            return self.post(zlib.compress(body), content_encoding="deflate")
+        return self.post(body)
 
     def _halves(
         self, items: Sequence[_Item], encode: Callable[[Sequence[_Item]], bytes]
