@@ -336,3 +336,38 @@ def test_when_the_backend_fails_midway_only_what_it_did_not_take_comes_back(
         sender = OtlpSender.from_environment("TRACES", {"OTEL_EXPORTER_OTLP_ENDPOINT": url})
         assert sender.deliver(batch, b"".join) == batch  # the second half is not tried
     assert taken == []
+
+
+def test_the_service_outbox_resends_only_the_spans_the_backend_did_not_take(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
+    from agentscore.serve.export import build_exporters
+
+    monkeypatch.setattr("agentscore.serve.otlp_send.MAX_REQUEST_BYTES", 400)
+    with bounded_backend(limit=10**6, refuse={1}) as (url, taken):
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", f"{url}/v1/traces")
+        exporters = build_exporters(tmp_path / "unused.jsonl")
+        tracer = exporters.tracer_provider.get_tracer("test")
+        for index in range(8):
+            tracer.start_span(f"evaluation {index}").end()
+        assert not exporters.export()  # the second request of the batch was refused
+        tracer.start_span("evaluation 8").end()
+        assert exporters.export()
+        exporters.shutdown()
+
+    def names(body: bytes) -> list[str]:
+        request = ExportTraceServiceRequest.FromString(body)
+        return [
+            span.name
+            for resource in request.resource_spans
+            for scope in resource.scope_spans
+            for span in scope.spans
+        ]
+
+    received = [name for body in taken for name in names(body)]
+    assert len(taken) > 2
+    assert received == [f"evaluation {index}" for index in range(9)]  # each once, in order
