@@ -1,14 +1,14 @@
-"""POST encoded OTLP/HTTP requests for one signal, configured as the SDK's exporters are.
+"""POST OTLP/HTTP requests: the service's exports, and what `--forward` passes on.
 
 The service encodes its evaluations itself (`agentscore.serve.otlp_encode`, 0.05 ms of CPU
 per evaluation; the SDK's encoders, building a protobuf object per field, took 0.18 ms), so
-it sends the bytes itself too. The configuration is the standard one, per signal over the common
-variable: `OTEL_EXPORTER_OTLP_{,TRACES_,LOGS_}` ENDPOINT, HEADERS, TIMEOUT, COMPRESSION
-(gzip, deflate, none), CERTIFICATE, CLIENT_CERTIFICATE and CLIENT_KEY. It goes through
-`requests`, as the SDK's exporters do, so proxies and CA bundles from the environment apply
-alike; redirects are not followed. A refused or failed POST is not retried here: the worker
-retries the whole export with backoff, and keeps the job rows on disk until a backend took
-them.
+it sends the bytes itself too. An export's sender is configured as the SDK's exporters are,
+per signal over the common variable: `OTEL_EXPORTER_OTLP_{,TRACES_,LOGS_}` ENDPOINT, HEADERS,
+TIMEOUT, COMPRESSION (gzip, deflate, none), CERTIFICATE, CLIENT_CERTIFICATE and CLIENT_KEY.
+It goes through `requests`, as those exporters do, so proxies and CA bundles from the
+environment apply alike; redirects are not followed. A refused or failed POST is not retried
+here: the worker retries the whole export with backoff, and keeps the job rows on disk until
+a backend took them.
 """
 
 from __future__ import annotations
