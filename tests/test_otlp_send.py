@@ -4,6 +4,7 @@ standard variables, compression, TLS, and failures that never leak a credential.
 from __future__ import annotations
 
 import gzip
+import itertools
 import socket
 import ssl
 import subprocess
@@ -11,7 +12,8 @@ import sys
 import threading
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager as ContextManager
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -151,33 +153,41 @@ def test_a_missing_or_unusable_timeout_is_ten_seconds(raw: str) -> None:
 
 
 @contextmanager
-def https_backend(ca: trustme.CA, *, client_ca: trustme.CA | None = None) -> Iterator[str]:
-    received: list[bytes] = []
+def backend(
+    answer: Callable[[bytes], tuple[int, dict[str, str]]], tls: ssl.SSLContext | None = None
+) -> Iterator[str]:
+    """A real HTTP(S) server on 127.0.0.1 answering each POST with `answer(body)`: a status
+    and extra headers. Yields its base URL."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
-            received.append(self.rfile.read(int(self.headers["Content-Length"])))
-            self.send_response(200)
-            self.send_header("Content-Length", "0")
+            status, headers = answer(self.rfile.read(int(self.headers["Content-Length"])))
+            self.send_response(status)
+            for name, value in {**headers, "Content-Length": "0"}.items():
+                self.send_header(name, value)
             self.end_headers()
 
         def log_message(self, format: str, *args: object) -> None:
             pass
 
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"{'https' if tls else 'http'}://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def https_backend(ca: trustme.CA, *, client_ca: trustme.CA | None = None) -> ContextManager[str]:
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     ca.issue_cert("127.0.0.1").configure_cert(context)
     if client_ca is not None:
         client_ca.configure_trust(context)
         context.verify_mode = ssl.CERT_REQUIRED
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"https://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    return backend(lambda body: (200, {}), tls=context)
 
 
 def test_https_trusts_the_certificate_the_variable_names(tmp_path: Path) -> None:
@@ -228,30 +238,14 @@ def test_a_malformed_headers_variable_is_not_logged_whole() -> None:
 
 def test_a_redirect_is_a_failed_export_and_the_headers_stay_home() -> None:
     with http_collector() as elsewhere:
-
-        class Redirect(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                self.send_response(307)
-                self.send_header("Location", f"{elsewhere.url}/v1/traces")
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, format: str, *args: object) -> None:
-                pass
-
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Redirect)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        try:
+        moved = {"Location": f"{elsewhere.url}/v1/traces"}
+        with backend(lambda body: (307, moved)) as url:
             env = {
-                "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{server.server_address[1]}",
+                "OTEL_EXPORTER_OTLP_ENDPOINT": url,
                 "OTEL_EXPORTER_OTLP_HEADERS": "x-api-key=k3y-for-the-backend-only",
             }
             sender = OtlpSender.from_environment("TRACES", env)
             assert sender.post(b"x") == 307 and not sent(sender, b"x")
-        finally:
-            server.shutdown()
-            server.server_close()
     assert elsewhere.received == []
 
 
@@ -262,29 +256,17 @@ def bounded_backend(
     """Answers 413 to a body over `limit` bytes, 503 to the requests numbered in `refuse`
     (counting from 0), else 200; records each body it took."""
     taken: list[bytes] = []
-    count = [0]
+    numbers = itertools.count()
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers["Content-Length"]))
-            number, count[0] = count[0], count[0] + 1
-            status = 413 if len(body) > limit else 503 if number in (refuse or set()) else 200
-            if status == 200:
-                taken.append(body)
-            self.send_response(status)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
+    def answer(body: bytes) -> tuple[int, dict[str, str]]:
+        number = next(numbers)
+        status = 413 if len(body) > limit else 503 if number in (refuse or set()) else 200
+        if status == 200:
+            taken.append(body)
+        return status, {}
 
-        def log_message(self, format: str, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", taken
-    finally:
-        server.shutdown()
-        server.server_close()
+    with backend(answer) as url:
+        yield url, taken
 
 
 def items(count: int, size: int) -> list[bytes]:
