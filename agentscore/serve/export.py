@@ -1,10 +1,12 @@
 """Where evaluations go: OTLP/HTTP per the standard OTEL_EXPORTER_OTLP_* variables, else JSONL.
 
 Spans and log records wait in an outbox until the worker exports a batch and learns whether
-the backend took it: a job row is deleted only after that, and what the backend refused stays
-in the outbox for the next export. A re-export after a crash must
-not become a second evaluation, so the evaluation span (and the judge spans under it) take ids
-derived from the job's key: a backend then receives the same span again, not a new one.
+the backend took it: a job row is deleted only after that, and what the backend did not take
+stays in the outbox for the next export (`OtlpSender.deliver` says what that is, and leaves
+out the one evaluation a backend refuses as too large on its own). A re-export after a crash
+must not become a second evaluation, so the evaluation span (and the judge spans under it)
+take ids derived from the job's key: a backend then receives the same span again, not a new
+one.
 """
 
 from __future__ import annotations
@@ -114,7 +116,7 @@ class _Outbox(Generic[_Item]):
         return not unsent
 
 
-class _SpanOutbox(SpanProcessor):
+class _SpansToOutbox(SpanProcessor):
     def __init__(self, outbox: _Outbox[ReadableSpan]) -> None:
         self.outbox = outbox
 
@@ -122,7 +124,7 @@ class _SpanOutbox(SpanProcessor):
         self.outbox.add(span)
 
 
-class _LogOutbox(LogRecordProcessor):
+class _LogsToOutbox(LogRecordProcessor):
     def __init__(self, outbox: _Outbox[ReadableLogRecord]) -> None:
         self.outbox = outbox
 
@@ -202,9 +204,9 @@ def build_exporters(jsonl_path: str | Path, service_name: str = "agentscore-serv
         )
         destination = str(Path(jsonl_path).resolve())
         close = jsonl.shutdown
-    tracer_provider.add_span_processor(_SpanOutbox(spans))
+    tracer_provider.add_span_processor(_SpansToOutbox(spans))
     if logs is not None:
-        logger_provider.add_log_record_processor(_LogOutbox(logs))
+        logger_provider.add_log_record_processor(_LogsToOutbox(logs))
     return Exporters(
         tracer_provider, logger_provider, meter_provider, destination, spans, logs, close
     )
