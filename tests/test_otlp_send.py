@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 import trustme
 
+from agentscore.errors import ConfigurationError
 from agentscore.serve.otlp_send import (
     OtlpSender,
     OtlpUnanswered,
@@ -353,3 +354,28 @@ def test_the_service_outbox_resends_only_the_spans_the_backend_did_not_take(
     received = [name for body in taken for name in names(body)]
     assert len(taken) > 2
     assert received == [f"evaluation {index}" for index in range(9)]  # each once, in order
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("OTEL_EXPORTER_OTLP_HEADERS", "x-team=ok,authorization=Bearer%20s3cr3t%0D%0AX-Evil:1"),
+        ("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "x-team=ok,authorization=s3cr3t%00tail"),
+    ],
+)
+def test_a_header_no_request_can_carry_stops_the_start_without_echoing_it(
+    variable: str, value: str, tmp_path: Path
+) -> None:
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9", variable: value}
+    with pytest.raises(ConfigurationError, match=f"{variable}: entry 2") as caught:
+        OtlpSender.from_environment("TRACES", env)
+    assert "s3cr3t" not in str(caught.value)
+    # The service refuses to start (exit 2) rather than fail every export, degraded.
+    done = subprocess.run(
+        [sys.executable, "-m", "agentscore.cli", "serve", "--scorers", "tests.serve_scorers:evals",
+         "--queue", str(tmp_path / "q.db"), "--port", str(free_port()), "--grpc-port", "off"],
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), **env},
+        capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert variable in done.stderr and "s3cr3t" not in done.stderr + done.stdout

@@ -16,12 +16,11 @@ that answers 3xx to a POST has stored nothing).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from urllib.parse import unquote
 
 from agentscore.errors import ConfigurationError
-from agentscore.serve.otlp_send import OtlpSender, OtlpUnanswered
+from agentscore.serve.otlp_send import OtlpSender, OtlpUnanswered, sendable_header
 
 __all__ = [
     "FORWARD_HEADERS_ENV",
@@ -40,10 +39,6 @@ class ForwardError(Exception):
     """The backend did not accept the forwarded request."""
 
 
-_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-
-
 def forward_headers(environ: Mapping[str, str]) -> dict[str, str]:
     """The extra headers `environ` asks the forwarded requests to carry.
 
@@ -54,7 +49,7 @@ def forward_headers(environ: Mapping[str, str]) -> dict[str, str]:
     for position, pair in enumerate(raw.split(",") if raw.strip() else (), start=1):
         name, equals, value = pair.partition("=")
         name, value = name.strip(), unquote(value.strip())
-        if not equals or not _HEADER_NAME.fullmatch(name) or _CONTROL.search(value):
+        if not equals or not sendable_header(name, value):
             raise ConfigurationError(
                 f"{FORWARD_HEADERS_ENV}: entry {position} is not name=value (a header name, "
                 "then a URL-encoded value without control characters)"

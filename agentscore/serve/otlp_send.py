@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import re
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Literal, TypeVar
@@ -25,6 +26,7 @@ import structlog
 from opentelemetry.util.re import parse_env_headers
 
 from agentscore._redact import redact_library_logs
+from agentscore.errors import ConfigurationError
 
 __all__ = [
     "MAX_REQUEST_BYTES",
@@ -32,6 +34,7 @@ __all__ = [
     "OtlpUnanswered",
     "Signal",
     "endpoint_configured",
+    "sendable_header",
     "without_credentials",
 ]
 
@@ -44,6 +47,8 @@ _DEFAULT_TIMEOUT = 10.0
 MAX_REQUEST_BYTES = 4 * 1024 * 1024
 _TOO_LARGE = 413
 _Item = TypeVar("_Item")
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # The header parser logs a malformed OTEL_EXPORTER_OTLP_HEADERS value whole, credential and all.
 redact_library_logs("opentelemetry.util.re")
 
@@ -101,9 +106,19 @@ class OtlpSender:
             _log.warning("serve_otlp_compression_unknown", compression=compression[:20])
             compression = "none"
         certificate, key = setting("CLIENT_CERTIFICATE"), setting("CLIENT_KEY")
+        headers = dict(parse_env_headers(setting("HEADERS"), liberal=True))
+        for position, (name, value) in enumerate(headers.items(), start=1):
+            # Sent as is, every export would fail in `requests` and the service would stall
+            # degraded: refused at start instead, naming the entry, never its text.
+            if not sendable_header(name, value):
+                variable = f"OTEL_EXPORTER_OTLP_{signal}_HEADERS"
+                raise ConfigurationError(
+                    f"{variable if environ.get(variable) else 'OTEL_EXPORTER_OTLP_HEADERS'}: "
+                    f"entry {position} has a control character in its value"
+                )
         return cls(
             url,
-            headers=dict(parse_env_headers(setting("HEADERS"), liberal=True)),
+            headers=headers,
             timeout=_seconds(setting("TIMEOUT")),
             compression=compression,
             verify=setting("CERTIFICATE") or True,
@@ -195,6 +210,12 @@ class OtlpSender:
 
     def close(self) -> None:
         self._session.close()
+
+
+def sendable_header(name: str, value: str) -> bool:
+    """A header name that is a token, and a value without control characters (a CR or LF
+    would end the header and start another)."""
+    return bool(_HEADER_NAME.fullmatch(name)) and not _CONTROL.search(value)
 
 
 def endpoint_configured(signal: Signal, environ: Mapping[str, str] = os.environ) -> bool:
