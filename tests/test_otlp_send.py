@@ -379,3 +379,67 @@ def test_a_header_no_request_can_carry_stops_the_start_without_echoing_it(
     )  # fmt: skip
     assert done.returncode == 2, done.stderr[-2000:]
     assert variable in done.stderr and "s3cr3t" not in done.stderr + done.stdout
+
+
+@contextmanager
+def replying_backend(body: Iterator[bytes]) -> Iterator[tuple[str, set[object]]]:
+    """Answers 200 with a chunked body taken from `body` (endless if it is); records each
+    client connection it served."""
+    connections: set[object] = set()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:
+            connections.add(self.client_address)
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.send_response(200)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            try:
+                for chunk in body:
+                    self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+                self.wfile.write(b"0\r\n\r\n")
+            except OSError:
+                pass  # the client hung up on an endless reply
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", connections
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_an_endless_reply_body_is_cut_at_its_bound_and_the_status_stands() -> None:
+    endless = itertools.repeat(b"z" * 65536)
+    with replying_backend(endless) as (url, _):
+        sender = OtlpSender.from_environment("TRACES", {"OTEL_EXPORTER_OTLP_ENDPOINT": url})
+        started = time.monotonic()
+        assert sender.post(b"x") == 200
+        assert time.monotonic() - started < 5
+
+
+def test_a_dripping_reply_body_is_given_up_on_at_the_timeout() -> None:
+    def drip() -> Iterator[bytes]:
+        while True:
+            time.sleep(0.2)
+            yield b"."
+
+    with replying_backend(drip()) as (url, _):
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": url, "OTEL_EXPORTER_OTLP_TIMEOUT": "1"}
+        started = time.monotonic()
+        assert OtlpSender.from_environment("LOGS", env).post(b"x") == 200
+        assert time.monotonic() - started < 4  # every read came within the timeout
+
+
+def test_a_short_reply_body_is_read_away_and_the_connection_kept() -> None:
+    with replying_backend(iter([b'{"partialSuccess": {}}'])) as (url, connections):
+        sender = OtlpSender.from_environment("TRACES", {"OTEL_EXPORTER_OTLP_ENDPOINT": url})
+        assert all(sender.post(b"x") == 200 for _ in range(5))
+    assert len(connections) == 1

@@ -16,6 +16,7 @@ from __future__ import annotations
 import gzip
 import os
 import re
+import time
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Literal, TypeVar
@@ -24,11 +25,13 @@ from urllib.parse import urlsplit, urlunsplit
 import requests
 import structlog
 from opentelemetry.util.re import parse_env_headers
+from urllib3.exceptions import HTTPError
 
 from agentscore._redact import redact_library_logs
 from agentscore.errors import ConfigurationError
 
 __all__ = [
+    "MAX_REPLY_BYTES",
     "MAX_REQUEST_BYTES",
     "OtlpSender",
     "OtlpUnanswered",
@@ -46,6 +49,8 @@ _DEFAULT_TIMEOUT = 10.0
 # Below common receivers' bounds (the Collector's OTLP/HTTP default is 20 MiB).
 MAX_REQUEST_BYTES = 4 * 1024 * 1024
 _TOO_LARGE = 413
+MAX_REPLY_BYTES = 64 * 1024
+_READ_BYTES = 8192
 _Item = TypeVar("_Item")
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -146,11 +151,32 @@ class OtlpSender:
                 # A 3xx is a failure: following it would hand the headers (often a
                 # credential) to another origin, and a backend that redirects stored nothing.
                 allow_redirects=False,
+                # Not read whole by `requests`: a backend's endless or huge reply would be
+                # held in memory, and a dripping one would hold the export past any timeout.
+                stream=True,
             )
         except (requests.RequestException, ValueError, OSError) as exc:
             raise OtlpUnanswered(type(exc).__name__) from None
-        reply.close()  # the body (a partial-success notice at most) is not needed
+        with reply:
+            self._discard_body(reply)
         return reply.status_code
+
+    def _discard_body(self, reply: requests.Response) -> None:
+        """Read the reply's body away (a partial-success notice at most, never needed), so the
+        connection can carry the next request; past `MAX_REPLY_BYTES` or the timeout, the
+        connection is closed instead."""
+        deadline = time.monotonic() + self.timeout
+        read = 0
+        try:
+            # read1: what one read of the socket gives (`read` fills its size first, and a
+            # reply dripping a byte at a time would keep it reading, each read in time).
+            while chunk := reply.raw.read1(_READ_BYTES, decode_content=False):
+                read += len(chunk)
+                if read > MAX_REPLY_BYTES or time.monotonic() > deadline:
+                    reply.raw.close()
+                    return
+        except (requests.RequestException, OSError, ValueError, HTTPError):
+            reply.raw.close()  # the status came: what follows it does not change it
 
     def deliver(
         self, items: Sequence[_Item], encode: Callable[[Sequence[_Item]], bytes]
