@@ -87,3 +87,37 @@ def wait_for_annotations(phoenix: PhoenixServer, project: str, span_id: str) -> 
         if data or time.monotonic() > deadline:
             return data
         time.sleep(0.5)
+
+
+@pytest.mark.parametrize("compression", ["gzip", "deflate", "none"])
+def test_phoenix_reads_the_services_own_encoding_in_each_compression(
+    phoenix: PhoenixServer, compression: str
+) -> None:
+    from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from agentscore.serve.otlp_encode import encode_spans
+    from agentscore.serve.otlp_send import OtlpSender
+
+    project = f"agentscore-encode-{compression}-{uuid.uuid4().hex[:8]}"
+    memory = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({PROJECT_NAME_ATTRIBUTE: project}))
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    tracer = provider.get_tracer("agentscore.test")
+    with tracer.start_as_current_span("evaluation faithfulness") as parent:
+        parent.set_attributes({"gen_ai.evaluation.score.value": 0.5, "agentscore.tags": ("a", "b")})
+        with tracer.start_as_current_span("chat judge-llm") as child:
+            child.set_attribute("gen_ai.usage.input_tokens", 120)
+    spans: list[ReadableSpan] = list(memory.get_finished_spans())
+    sender = OtlpSender(phoenix.otlp_traces_endpoint, headers={}, compression=compression)
+    assert sender.deliver(spans, encode_spans) == []
+    seen = phoenix.wait_for_spans(project, lambda found: len(found) == 2)
+    by_name = {span["name"]: span for span in seen}
+    evaluation = by_name["evaluation faithfulness"]["attributes"]
+    assert evaluation["gen_ai.evaluation.score.value"] == 0.5
+    assert by_name["chat judge-llm"]["attributes"]["gen_ai.usage.input_tokens"] == 120
+    assert (
+        by_name["chat judge-llm"]["parent_id"]
+        == by_name["evaluation faithfulness"]["context"]["span_id"]
+    )
