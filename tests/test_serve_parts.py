@@ -185,3 +185,25 @@ def test_a_logs_endpoint_that_does_not_parse_keeps_logs_on_and_does_not_stop_the
         _takes_logs(OtlpSender.from_environment("LOGS", {"OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": url}))
         is True
     )
+
+
+def test_an_export_that_crashes_keeps_its_items_for_the_next_one() -> None:
+    from agentscore.serve.export import _Outbox
+
+    sent: list[list[int]] = []
+    crash = [True]
+
+    def send(items: list[int]) -> list[int]:
+        if crash[0]:
+            raise RuntimeError("an encoder bug")
+        sent.append(items)
+        return []
+
+    outbox = _Outbox(send)
+    outbox.add(1)
+    outbox.add(2)
+    assert not outbox.export()  # failed: the worker keeps the jobs and tries again
+    crash[0] = False
+    outbox.add(3)
+    assert outbox.export()
+    assert sent == [[1, 2, 3]]

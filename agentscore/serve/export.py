@@ -109,7 +109,11 @@ class _Outbox(Generic[_Item]):
     def export(self) -> bool:
         with self._lock:
             items, self._items = self._items, []
-        unsent = self._send(items) if items else []
+        try:
+            unsent = self._send(items) if items else []
+        except Exception as exc:  # an encoding or transport bug: keep the items, never lose them
+            _log.error("serve_export_crashed", error_type=type(exc).__name__)
+            unsent = items
         if unsent:
             with self._lock:
                 self._items[:0] = unsent
