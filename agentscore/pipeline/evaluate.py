@@ -33,14 +33,14 @@ async def evaluate(
     with scoring_scope(), evaluation_span(telemetry, scorer.id, run) as span:
         result = await scorer.run(run, timeout=timeout, judge=judge)
         final = not (may_retry and result.retryable)
-        record_attempt(span, telemetry, result, final=final)
+        attributes = record_attempt(span, telemetry, result, final=final)
     if final:
-        emit_result(telemetry, result, run)
+        emit_result(telemetry, result, run, attributes)
     return result
 
 
 def replay(telemetry: Telemetry, scorer_id: str, result: ScoreResult, run: ScorerRun) -> None:
     """Emit a result computed earlier (stored by a durable queue) without judging again."""
     with evaluation_span(telemetry, scorer_id, run) as span:
-        record_attempt(span, telemetry, result, final=True)
-    emit_result(telemetry, result, run)
+        attributes = record_attempt(span, telemetry, result, final=True)
+    emit_result(telemetry, result, run, attributes)

@@ -227,6 +227,10 @@ def run_service(options: ServeOptions) -> int:
     # scoring made since (GC time over 4,000 scores: 760-910 ms -> 460-500 ms).
     gc.collect()
     gc.freeze()
+    # A score allocates thousands of short-lived containers; at the default 700 the young
+    # generation was collected every fourth score (GC time over 4,000 scores: 0.38 s at the
+    # default, 0.13 s at 10,000). Cycles wait a little longer to be freed; nothing else does.
+    gc.set_threshold(10_000, 10, 10)
     _DrainingServer(config, app, options.drain_timeout).run()
     return 0
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -98,23 +98,37 @@ def evaluation_span(telemetry: Telemetry, scorer_id: str, run: ScorerRun) -> Ite
         _current.reset(token)
 
 
-def record_attempt(span: Span, telemetry: Telemetry, result: ScoreResult, *, final: bool) -> None:
+def record_attempt(
+    span: Span, telemetry: Telemetry, result: ScoreResult, *, final: bool
+) -> dict[str, Any]:
     """Put `result` on its evaluation span. An attempt that is not `final` (its judge failed
-    for a passing reason and it will be tried again) is marked delayed, not failed."""
+    for a passing reason and it will be tried again) is marked delayed, not failed.
+    Returns the attributes set, which `emit_result` takes again for a final attempt."""
     attributes = evaluation_attributes(result, telemetry.capture_content)
     if not final:
         attributes[STATUS_ATTRIBUTE] = DELAYED
     span.set_attributes(attributes)
     if result.error is not None:
         span.set_status(Status(StatusCode.ERROR, result.error.type))
+    return attributes
 
 
-def emit_result(telemetry: Telemetry, result: ScoreResult, run: ScorerRun) -> None:
-    """The final result's gen_ai.evaluation.result log record and metrics."""
+def emit_result(
+    telemetry: Telemetry,
+    result: ScoreResult,
+    run: ScorerRun,
+    attributes: Mapping[str, Any] | None = None,
+) -> None:
+    """The final result's gen_ai.evaluation.result log record and metrics. `attributes`:
+    what `record_attempt` put on the evaluation span, the same for a final attempt."""
     telemetry.logger.emit(
         event_name=semconv.EVALUATION_EVENT,
         context=parent_context(run),
-        attributes=evaluation_attributes(result, telemetry.capture_content),
+        attributes=(
+            evaluation_attributes(result, telemetry.capture_content)
+            if attributes is None
+            else attributes
+        ),
     )
     _record_metrics(telemetry, result)
 

@@ -10,6 +10,7 @@ from typing import Any
 from openai.types.chat import ChatCompletion
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.util.types import AttributeValue
 
 from agentscore.messages import Message
 from agentscore.telemetry import semconv
@@ -125,16 +126,18 @@ def record_chat_reply(
     the reply reported no usage)."""
     if not span.is_recording():
         return
+    attributes: dict[str, AttributeValue] = {}
     if response_id:
-        span.set_attribute(semconv.RESPONSE_ID, response_id)
+        attributes[semconv.RESPONSE_ID] = response_id
     if model:
-        span.set_attribute(semconv.RESPONSE_MODEL, model)
+        attributes[semconv.RESPONSE_MODEL] = model
     if finish_reasons:
-        span.set_attribute(semconv.RESPONSE_FINISH_REASONS, list(finish_reasons))
+        attributes[semconv.RESPONSE_FINISH_REASONS] = list(finish_reasons)
     if input_tokens is not None:
-        span.set_attribute(semconv.USAGE_INPUT_TOKENS, input_tokens)
+        attributes[semconv.USAGE_INPUT_TOKENS] = input_tokens
     if output_tokens is not None:
-        span.set_attribute(semconv.USAGE_OUTPUT_TOKENS, output_tokens)
+        attributes[semconv.USAGE_OUTPUT_TOKENS] = output_tokens
+    span.set_attributes(attributes)  # one lock and one cleaning pass, not five
 
 
 def messages_attribute(messages: Sequence[Message]) -> str:
