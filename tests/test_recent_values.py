@@ -30,6 +30,17 @@ def test_values_are_kept_by_key_most_recent_last_within_both_bounds() -> None:
     assert kept.total_size == 10 + 1  # what is left: d, and big's new size
 
 
+def test_discarded_values_give_their_size_back() -> None:
+    kept: RecentValues[str] = RecentValues(entries=3, size=100)
+    kept.put("a", "A", 30)
+    kept.put("b", "B", 20)
+    kept.discard(["a", "never kept"])
+    assert kept.get("a") is None
+    assert kept.get("b") == "B"
+    assert kept.total_size == 20
+    assert len(kept) == 1
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="fork")
 def test_a_child_forked_while_the_lock_was_held_can_use_it() -> None:
     kept: RecentValues[str] = RecentValues(entries=2, size=10)

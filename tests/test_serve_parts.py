@@ -11,13 +11,18 @@ import pytest
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
 from agentscore.errors import ConfigurationError
+from agentscore.evals import Evals
+from agentscore.judges import LocalJudge
 from agentscore.run import ScorerRun
+from agentscore.scorers import create_faithfulness_scorer
 from agentscore.serve.budget import JudgeBudget
 from agentscore.serve.export import _takes_logs, build_exporters
 from agentscore.serve.forward import FORWARD_HEADERS_ENV, forward_headers
+from agentscore.serve.ingest import Ingestor
 from agentscore.serve.otlp import OtlpDecodeError, decode_traces
 from agentscore.serve.otlp_send import OtlpSender
 from agentscore.serve.queue import Commit, SqliteQueue
+from agentscore.serve.stats import ServiceStats
 from agentscore.spans.records import SpanRecord
 from tests.http_collector import http_collector
 from tests.serve_support import ANSWER, ROOT, free_port, recorded_generations
@@ -104,6 +109,41 @@ def test_the_queue_keeps_open_traces_and_jobs_across_a_reopen(tmp_path: Path) ->
     assert reopened.depth == 0
     assert reopened.stored_spans() == []
     assert reopened.emitted() == set()
+
+
+def test_a_queued_run_is_handed_out_from_memory_as_its_row_would_give_it(
+    tmp_path: Path,
+) -> None:
+    """Runs the ingest read from real GenAI spans, taken by the worker: the object kept in
+    memory equals what the row parses to, and a reopened queue (a restart) reads the row."""
+    body = encode_spans(recorded_generations([ANSWER, "Order 1042 is lost."]))
+    records = decode_traces(body.SerializeToString(), "application/x-protobuf", max_size=1 << 20)
+    queue = SqliteQueue(tmp_path / "q.db")
+    stats = ServiceStats(None, depth=lambda: 0, oldest_age=lambda: 0.0)
+    Ingestor(queue, Evals(scorers=[create_faithfulness_scorer(LocalJudge())]), stats).ingest(
+        records
+    )
+
+    def not_parsed(cls: type[ScorerRun], text: str) -> ScorerRun:
+        raise AssertionError("a run just queued was parsed back from its row")
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ScorerRun, "model_validate_json", classmethod(not_parsed))
+        from_memory = queue.due_jobs(10, set())
+    assert sorted(job.run.output_text for job in from_memory) == ["Order 1042 is lost.", ANSWER]
+    rows = dict(queue._db.execute("SELECT span_id, run FROM jobs").fetchall())
+    for job in from_memory:
+        assert job.run == ScorerRun.model_validate_json(rows[job.key[1]])
+        assert job.run.output[0].tool_calls  # the tool call and its result came through
+    queue.close()
+    reopened = SqliteQueue(tmp_path / "q.db")
+    assert reopened.due_jobs(10, set()) == from_memory
+    # A job queued again under the same key keeps the run its row holds, not the new one.
+    job = from_memory[0]
+    assert reopened.commit(Commit(jobs=[(job.key, ScorerRun(output="other"))])) == 0
+    assert reopened.due_jobs(1, set())[0].run == job.run
+    reopened.delete_jobs([j.key for j in from_memory])
+    assert reopened.due_jobs(10, set()) == []
 
 
 def test_the_logged_destination_carries_no_credentials(

@@ -15,7 +15,7 @@ import os
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable
 from typing import Any, Generic, TypeVar
 
 __all__ = ["RecentValues"]
@@ -56,6 +56,13 @@ class RecentValues(Generic[V]):
             while len(self._values) > self.entries or self._total > self.size:
                 _, (_, evicted) = self._values.popitem(last=False)
                 self._total -= evicted
+
+    def discard(self, keys: Iterable[Hashable]) -> None:
+        with self._lock:
+            for key in keys:
+                dropped = self._values.pop(key, None)
+                if dropped is not None:
+                    self._total -= dropped[1]
 
     def clear(self) -> None:
         with self._lock:
