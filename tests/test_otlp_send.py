@@ -443,3 +443,62 @@ def test_a_short_reply_body_is_read_away_and_the_connection_kept() -> None:
         sender = OtlpSender.from_environment("TRACES", {"OTEL_EXPORTER_OTLP_ENDPOINT": url})
         assert all(sender.post(b"x") == 200 for _ in range(5))
     assert len(connections) == 1
+
+
+@contextmanager
+def header_dripping_backend(tls: ssl.SSLContext | None = None) -> Iterator[str]:
+    """Reads a request, then sends its status line and an endless header a byte every 0.2 s:
+    each byte in time for a per-read timeout, the headers never complete."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def drip(connection: socket.socket) -> None:
+        with connection:
+            try:
+                connection.recv(65536)
+                connection.sendall(b"HTTP/1.1 200 OK\r\nX-Drip: ")
+                while not stop.wait(0.2):
+                    connection.sendall(b"z")
+            except OSError:
+                pass  # the client gave up on it
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                connection, _ = listener.accept()
+                if tls is not None:
+                    connection = tls.wrap_socket(connection, server_side=True)
+            except OSError:
+                continue
+            threading.Thread(target=drip, args=(connection,), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    scheme = "https" if tls is not None else "http"
+    try:
+        yield f"{scheme}://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        stop.set()
+        listener.close()
+
+
+@pytest.mark.parametrize("tls", [False, True], ids=["http", "https"])
+def test_a_backend_dripping_its_headers_is_given_up_on_at_the_timeout(
+    tls: bool, tmp_path: Path
+) -> None:
+    ca = trustme.CA()
+    ca_file = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(ca_file))
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1").configure_cert(context)
+    with header_dripping_backend(context if tls else None) as url:
+        env = {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": url,
+            "OTEL_EXPORTER_OTLP_TIMEOUT": "1",
+            "OTEL_EXPORTER_OTLP_CERTIFICATE": str(ca_file),
+        }
+        sender = OtlpSender.from_environment("TRACES", env)
+        for _ in range(2):  # and again on a new connection: the cut one is not reused
+            started = time.monotonic()
+            with pytest.raises(OtlpUnanswered, match="ReadTimeout"):
+                sender.post(b"x")
+            assert time.monotonic() - started < 3  # without the deadline: never

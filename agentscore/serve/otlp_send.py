@@ -6,9 +6,10 @@ it sends the bytes itself too. An export's sender is configured as the SDK's exp
 per signal over the common variable: `OTEL_EXPORTER_OTLP_{,TRACES_,LOGS_}` ENDPOINT, HEADERS,
 TIMEOUT, COMPRESSION (gzip, deflate, none), CERTIFICATE, CLIENT_CERTIFICATE and CLIENT_KEY.
 It goes through `requests`, as those exporters do, so proxies and CA bundles from the
-environment apply alike; redirects are not followed. A refused or failed POST is not retried
-here: the worker retries the whole export with backoff, and keeps the job rows on disk until
-a backend took them.
+environment apply alike; redirects are not followed, and the reply's status line and headers,
+then its body, each come within the timeout or the POST counts as unanswered. A refused or
+failed POST is not retried here: the worker retries the whole export with backoff, and keeps
+the job rows on disk until a backend took them.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from urllib3.exceptions import HTTPError
 
 from agentscore._redact import redact_library_logs
 from agentscore.errors import ConfigurationError
+from agentscore.serve.header_deadline import HeaderDeadlineAdapter
 
 __all__ = [
     "MAX_REPLY_BYTES",
@@ -85,6 +87,9 @@ class OtlpSender:
         self.timeout = timeout
         self.compression = compression
         self._session = requests.Session()
+        adapter = HeaderDeadlineAdapter()
+        self._session.mount("http://", adapter)
+        self._session.mount("https://", adapter)
         # Per request, not on the session: requests lets REQUESTS_CA_BUNDLE override a
         # session's `verify`, and the OTLP variable must win.
         self._verify = verify
