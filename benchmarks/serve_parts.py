@@ -1,0 +1,171 @@
+"""The parts of a judged score in `agentscore serve` that do not wait on the judge, in µs of
+CPU per score, measured in process on the service's own pieces.
+
+- telemetry: what the worker emits for one score, with the exporters the service builds
+  (its outbox, keyed span ids), a meter provider and the service's counters: the evaluation
+  span, the judge's chat span with its reply, the gen_ai.evaluation.result log record, the
+  score metrics, and the three counts a score adds (judge requests, tokens, scored).
+- a queued job handed out: `SqliteQueue.due_jobs` and `delete_jobs` per job, for jobs just
+  queued (their runs kept in memory) and for the same jobs after a reopen (a restart: each
+  run parsed from its row), same run, so the ratio is what the kept runs save.
+
+CPU time, median of 5 rounds. Usage: python benchmarks/serve_parts.py [--scores N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+from agentscore.messages import Message
+from agentscore.result import JudgeUsage, ScoreResult, ScoreStatus
+from agentscore.run import ScorerRun
+from agentscore.serve.export import Exporters, build_exporters, keyed_ids
+from agentscore.serve.queue import Commit, JobKey, SqliteQueue
+from agentscore.serve.stats import ServiceStats
+from agentscore.telemetry import Telemetry
+from agentscore.telemetry.evaluations import emit_result, evaluation_span, record_attempt
+from agentscore.telemetry.spans import chat_span, record_chat_reply
+
+ROUNDS = 5
+ORDER = json.dumps({"order": 1042, "items": [{"sku": f"A{i}", "qty": i} for i in range(20)]})
+
+
+def telemetry_per_score(exporters: Exporters, scores: int) -> float:
+    meter_provider = MeterProvider(metric_readers=[InMemoryMetricReader()])
+    telemetry = Telemetry(
+        exporters.tracer_provider, exporters.logger_provider, meter_provider=meter_provider
+    )
+    stats = ServiceStats(meter_provider, depth=lambda: 0, oldest_age=lambda: 0.0)
+    run = ScorerRun(
+        input="Where is order 1042?",
+        output="Order 1042 shipped with UPS.",
+        trace_id="a" * 32,
+        span_id="b" * 16,
+        agent_name="support",
+    )
+    result = ScoreResult(
+        scorer_id="faithfulness",
+        run_id=run.run_id,
+        status=ScoreStatus.SCORED,
+        score=1.0,
+        passed=True,
+        label="pass",
+        reason="The score is 1.0 because the order's shipment is in the context.",
+        analyze_step_result={
+            "verdicts": [{"claim": "Order 1042 shipped.", "verdict": "yes", "reason": "tool"}]
+        },
+        judge_usage=JudgeUsage(calls=1, input_tokens=812, output_tokens=164),
+        judge_model="gpt-4o-mini",
+    )
+
+    def score(index: int) -> None:
+        with keyed_ids(("a" * 32, "b" * 16, str(index))):
+            with evaluation_span(telemetry, "faithfulness", run) as span:
+                with chat_span(telemetry, model="m", provider="openai", temperature=0.0) as chat:
+                    record_chat_reply(
+                        chat,
+                        response_id=f"chatcmpl-{index}",
+                        model="gpt-4o-mini-2024-07-18",
+                        finish_reasons=["stop"],
+                        input_tokens=812,
+                        output_tokens=164,
+                    )
+                attributes = record_attempt(span, telemetry, result, final=True)
+            emit_result(telemetry, result, run, attributes)
+        stats.add("judge_requests")
+        stats.add("judge_tokens", 976)
+        stats.add("scored")
+
+    rounds = []
+    for round_ in range(ROUNDS + 1):  # the first is a warm-up
+        started = time.process_time()
+        for index in range(scores):
+            score(index)
+        if round_:
+            rounds.append((time.process_time() - started) / scores * 1e6)
+        exporters.export()  # untimed: the outbox does not grow between rounds
+    return statistics.median(rounds)
+
+
+def queued_jobs(count: int) -> list[tuple[JobKey, ScorerRun]]:
+    jobs = []
+    for index in range(count):
+        trace_id, span_id = f"{index + 1:032x}", f"{index + 1:016x}"
+        run = ScorerRun.unchecked(
+            input=[Message(role="user", content=f"Where is order 1042? ({index})")],
+            output=[
+                Message(role="tool", content=ORDER, tool_call_id="c1", name="get_order"),
+                Message(role="assistant", content=f"Order 1042 shipped. ({index})"),
+            ],
+            trace_id=trace_id,
+            span_id=span_id,
+            agent_name="support",
+        )
+        jobs.append(((trace_id, span_id, "faithfulness"), run))
+    return jobs
+
+
+def hand_out(queue: SqliteQueue) -> int:
+    """Take every due job 16 at a time, as the worker's read-ahead does, and delete it."""
+    taken = 0
+    while jobs := queue.due_jobs(16, set()):
+        queue.delete_jobs([job.key for job in jobs])
+        taken += len(jobs)
+    return taken
+
+
+def job_hand_out(directory: Path, jobs: int) -> tuple[float, float]:
+    """(µs per job just queued, µs per job read back after a reopen), medians of ROUNDS."""
+    made = queued_jobs(jobs)
+    fresh: list[float] = []
+    reopened: list[float] = []
+    for round_ in range(ROUNDS):
+        for kept, times in ((True, fresh), (False, reopened)):
+            path = directory / f"{'fresh' if kept else 'reopened'}-{round_}.db"
+            queue = SqliteQueue(path, synchronous="NORMAL")
+            for start in range(0, jobs, 128):
+                queue.commit(Commit(jobs=made[start : start + 128]))
+            if not kept:  # a restart: nothing in memory, every run is read from its row
+                queue.close()
+                queue = SqliteQueue(path, synchronous="NORMAL")
+            started = time.process_time()
+            taken = hand_out(queue)
+            times.append((time.process_time() - started) / taken * 1e6)
+            queue.close()
+    return statistics.median(fresh), statistics.median(reopened)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--scores", type=int, default=4000)
+    parser.add_argument("--jobs", type=int, default=2048)
+    args = parser.parse_args()
+    print(
+        f"machine: {os.cpu_count()} CPUs, {platform.platform()}, Python {platform.python_version()}"
+    )
+    print(f"load average before: {os.getloadavg()}")
+    os.environ.pop("OTEL_EXPORTER_OTLP_ENDPOINT", None)
+    with tempfile.TemporaryDirectory() as tmp:
+        exporters = build_exporters(Path(tmp) / "evaluations.jsonl")
+        print(f"telemetry per score: {telemetry_per_score(exporters, args.scores):.1f} µs")
+        exporters.shutdown()
+        fresh, reopened = job_hand_out(Path(tmp), args.jobs)
+    print(
+        f"a queued job handed out and deleted: {fresh:.1f} µs just queued (run kept in "
+        f"memory), {reopened:.1f} µs after a reopen (run parsed from its row), "
+        f"×{reopened / fresh:.2f}"
+    )
+
+
+if __name__ == "__main__":
+    main()
