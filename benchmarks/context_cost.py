@@ -18,11 +18,12 @@ import argparse
 import asyncio
 import json
 import os
-import platform
 import sys
 import time
 import tracemalloc
 from pathlib import Path
+
+from _machine import print_machine
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -104,8 +105,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="1,10,100,390,1000")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
-          f"Python {platform.python_version()}; load average {os.getloadavg()}")  # fmt: skip
+    print_machine()
     asyncio.run(score_both(agent_run(1, "warm-up")))  # imports and tables: not counted
     print(f"{'KB':>6}{'CPU ms (min)':>14}{'ms per KB':>11}{'peak MB':>9}  verdicts")
     for kilobytes in (int(s) for s in args.sizes.split(",")):

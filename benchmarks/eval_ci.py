@@ -18,13 +18,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from _machine import print_machine
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORD = {
@@ -65,10 +66,7 @@ def main() -> None:
         "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",  # nothing listens there
         "OPENAI_API_KEY": "sk-benchmark-not-a-real-key",
     }
-    print(
-        f"machine: {os.cpu_count()} CPUs, {platform.platform()}, Python {platform.python_version()}"
-    )
-    print(f"load average at start: {os.getloadavg()[0]:.2f}")
+    print_machine()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         big = write_records(work / "big.jsonl", options.records)

@@ -16,11 +16,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import platform
 import sys
 import time
 from pathlib import Path
 
+from _machine import print_machine
 from opentelemetry.sdk.trace import TracerProvider
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -46,8 +46,7 @@ async def main() -> None:
     parser.add_argument("--block", type=int, default=50)
     parser.add_argument("--after-ms", type=float, default=3.0)
     args = parser.parse_args()
-    print(f"machine: {os.cpu_count()} CPUs, {platform.platform()}, Python "
-          f"{platform.python_version()}; load average before {os.getloadavg()}")  # fmt: skip
+    print_machine()
     provider = TracerProvider()
     telemetry = Telemetry(tracer_provider=provider, capture_content=True)
     runner = Runner(max_queue=100_000, concurrency=4)

@@ -17,7 +17,6 @@ import argparse
 import asyncio
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -26,6 +25,7 @@ import time
 from collections.abc import Awaitable, Callable
 
 import anyio
+from _machine import print_machine
 from openai import AsyncOpenAI
 
 from agentscore.judges._completion import read_chat_reply
@@ -120,8 +120,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=3000)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    print(f"machine: {os.cpu_count()} CPUs, {platform.platform()}, Python {sys.version.split()[0]}")
-    print(f"load average before: {os.getloadavg()}")
+    print_machine()
     server = subprocess.Popen([sys.executable, "-c", _SERVER], stdout=subprocess.PIPE, text=True)
     try:
         assert server.stdout is not None

@@ -14,12 +14,12 @@ Usage: python benchmarks/otlp_encode.py [--evaluations N]
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import statistics
 import time
 from collections.abc import Callable, Sequence
 
+from _evaluation import emit_evaluation, sample_result
+from _machine import print_machine
 from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs as sdk_encode_logs
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import (
     encode_spans as sdk_encode_spans,
@@ -32,12 +32,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from agentscore.messages import Message
-from agentscore.result import JudgeUsage, ScoreResult, ScoreStatus
 from agentscore.run import ScorerRun
 from agentscore.serve.otlp_encode import encode_logs, encode_spans
 from agentscore.telemetry import Telemetry
-from agentscore.telemetry.evaluations import emit_result, evaluation_span, record_attempt
-from agentscore.telemetry.spans import chat_span, record_chat_reply
 
 ROUNDS = 5
 BATCH = 64
@@ -63,42 +60,8 @@ def evaluations(count: int) -> list[Evaluation]:
             trace_id=f"{index + 1:032x}",
             span_id=f"{index + 1:016x}",
         )
-        result = ScoreResult(
-            scorer_id="hallucination",
-            run_id=run.run_id,
-            status=ScoreStatus.SCORED,
-            score=0.5,
-            passed=True,
-            label="pass",
-            reason='The score is 0.5 because "arrive by November 24" is not supported.',
-            analyze_step_result={
-                "verdicts": [
-                    {"claim": "Order 1042 shipped.", "verdict": "yes", "reason": "the tool"},
-                    {"claim": "It arrives Nov 24.", "verdict": "unsure", "reason": "no eta"},
-                ]
-            },
-            output=run.output,
-            judge_usage=JudgeUsage(calls=1, input_tokens=812, output_tokens=164),
-            judge_model="gpt-4o-mini",
-            trace_id=run.trace_id,
-            span_id=run.span_id,
-            response_id=f"chatcmpl-{index:024d}",
-            agent_name=run.agent_name,
-        )
-        with evaluation_span(telemetry, "hallucination", run) as span:
-            with chat_span(
-                telemetry, model="gpt-4o-mini", provider="openai", temperature=0.0
-            ) as chat:
-                record_chat_reply(
-                    chat,
-                    response_id=f"chatcmpl-{index:024d}",
-                    model="gpt-4o-mini-2024-07-18",
-                    finish_reasons=["stop"],
-                    input_tokens=812,
-                    output_tokens=164,
-                )
-            record_attempt(span, telemetry, result, final=True)
-        emit_result(telemetry, result, run)
+        result = sample_result(run, index)
+        emit_evaluation(telemetry, run, result, index)
         made.append((spans.get_finished_spans(), logs.get_finished_logs()))
         spans.clear()
         logs.clear()
@@ -132,10 +95,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--evaluations", type=int, default=2048)
     args = parser.parse_args()
-    print(
-        f"machine: {os.cpu_count()} CPUs, {platform.platform()}, Python {platform.python_version()}"
-    )
-    print(f"load average before: {os.getloadavg()}")
+    print_machine()
     single = evaluations(args.evaluations)
     spans, records = single[0]
     print(

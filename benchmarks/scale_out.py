@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import signal
 import subprocess
 import sys
@@ -35,6 +34,7 @@ from pathlib import Path
 import anyio
 import grpc
 import httpx
+from _machine import print_machine
 from opentelemetry.sdk.trace import ReadableSpan
 from serve import ORDER, Service, bodies, generations, judge_server, receiver, service
 
@@ -230,10 +230,7 @@ def main() -> None:
         "--gil", action="store_true", help="profile only the thread holding the GIL"
     )
     args = parser.parse_args()
-    print(
-        f"machine: {os.cpu_count()} CPUs, {platform.platform()}, Python {platform.python_version()}"
-    )
-    print(f"load average before: {os.getloadavg()}, --synchronous {args.synchronous}")
+    print_machine(f", --synchronous {args.synchronous}")
     spans = generations(args.generations)
     with tempfile.TemporaryDirectory() as directory, receiver() as receiver_url:
         tmp = Path(directory)

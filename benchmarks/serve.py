@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import socket
 import subprocess
 import sys
@@ -36,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+from _machine import print_machine
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -221,10 +221,7 @@ def main() -> None:
     parser.add_argument("--generations", type=int, default=1000)
     parser.add_argument("--ingest-requests", type=int, default=60)
     args = parser.parse_args()
-    print(
-        f"machine: {os.cpu_count()} CPUs, {platform.platform()}, Python {platform.python_version()}"
-    )
-    print(f"load average before: {os.getloadavg()}")
+    print_machine()
     with tempfile.TemporaryDirectory() as directory, receiver() as receiver_url:
         tmp = Path(directory)
         with judge_server(3600) as stalled:

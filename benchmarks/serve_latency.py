@@ -33,7 +33,6 @@ import argparse
 import json
 import multiprocessing
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -42,6 +41,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+from _machine import print_machine
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -145,8 +145,7 @@ def main() -> None:
         "--after-ms", type=float, default=0.0, help="Python work in each request after submit"
     )
     args = parser.parse_args()
-    print(f"machine: {os.cpu_count()} CPUs, {platform.platform()}, Python "
-          f"{platform.python_version()}; load average before {os.getloadavg()}")  # fmt: skip
+    print_machine()
     with tempfile.TemporaryDirectory() as directory, receiver() as receiver_url:
         env = {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true"}
         with service(Path(directory), receiver_url, env) as running:

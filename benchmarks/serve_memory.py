@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -27,6 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+from _machine import print_machine
 from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import TracerProvider
@@ -139,10 +139,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--mib", type=int, default=390)
     args = parser.parse_args()
-    print(
-        f"machine: {os.cpu_count()} CPUs, {platform.platform()}, Python {platform.python_version()}"
-    )
-    print(f"load average before: {os.getloadavg()}")
+    print_machine()
     with tempfile.TemporaryDirectory() as directory, receiver() as receiver_url:
         results = {
             budget: run(Path(directory), receiver_url, args.mib, budget)

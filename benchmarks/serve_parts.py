@@ -17,24 +17,22 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import tempfile
 import time
 from pathlib import Path
 
+from _evaluation import emit_evaluation, sample_result
+from _machine import print_machine
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from agentscore.messages import Message
-from agentscore.result import JudgeUsage, ScoreResult, ScoreStatus
 from agentscore.run import ScorerRun
 from agentscore.serve.export import Exporters, build_exporters, keyed_ids
 from agentscore.serve.queue import Commit, JobKey, SqliteQueue
 from agentscore.serve.stats import ServiceStats
 from agentscore.telemetry import Telemetry
-from agentscore.telemetry.evaluations import emit_result, evaluation_span, record_attempt
-from agentscore.telemetry.spans import chat_span, record_chat_reply
 
 ROUNDS = 5
 ORDER = json.dumps({"order": 1042, "items": [{"sku": f"A{i}", "qty": i} for i in range(20)]})
@@ -53,35 +51,11 @@ def telemetry_per_score(exporters: Exporters, scores: int) -> float:
         span_id="b" * 16,
         agent_name="support",
     )
-    result = ScoreResult(
-        scorer_id="faithfulness",
-        run_id=run.run_id,
-        status=ScoreStatus.SCORED,
-        score=1.0,
-        passed=True,
-        label="pass",
-        reason="The score is 1.0 because the order's shipment is in the context.",
-        analyze_step_result={
-            "verdicts": [{"claim": "Order 1042 shipped.", "verdict": "yes", "reason": "tool"}]
-        },
-        judge_usage=JudgeUsage(calls=1, input_tokens=812, output_tokens=164),
-        judge_model="gpt-4o-mini",
-    )
+    result = sample_result(run)
 
     def score(index: int) -> None:
         with keyed_ids(("a" * 32, "b" * 16, str(index))):
-            with evaluation_span(telemetry, "faithfulness", run) as span:
-                with chat_span(telemetry, model="m", provider="openai", temperature=0.0) as chat:
-                    record_chat_reply(
-                        chat,
-                        response_id=f"chatcmpl-{index}",
-                        model="gpt-4o-mini-2024-07-18",
-                        finish_reasons=["stop"],
-                        input_tokens=812,
-                        output_tokens=164,
-                    )
-                attributes = record_attempt(span, telemetry, result, final=True)
-            emit_result(telemetry, result, run, attributes)
+            emit_evaluation(telemetry, run, result, index)
         stats.add("judge_requests")
         stats.add("judge_tokens", 976)
         stats.add("scored")
@@ -150,10 +124,7 @@ def main() -> None:
     parser.add_argument("--scores", type=int, default=4000)
     parser.add_argument("--jobs", type=int, default=2048)
     args = parser.parse_args()
-    print(
-        f"machine: {os.cpu_count()} CPUs, {platform.platform()}, Python {platform.python_version()}"
-    )
-    print(f"load average before: {os.getloadavg()}")
+    print_machine()
     os.environ.pop("OTEL_EXPORTER_OTLP_ENDPOINT", None)
     with tempfile.TemporaryDirectory() as tmp:
         exporters = build_exporters(Path(tmp) / "evaluations.jsonl")
