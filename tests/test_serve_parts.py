@@ -135,6 +135,12 @@ def test_a_queued_run_is_handed_out_from_memory_as_its_row_would_give_it(
     for job in from_memory:
         assert job.run == ScorerRun.model_validate_json(rows[job.key[1]])
         assert job.run.output[0].tool_calls  # the tool call and its result came through
+    # Queued again under its key, with another run beside a new job: the row's run stands.
+    again = (from_memory[0].key, ScorerRun(output="other"))
+    new_key = ("f" * 32, "e" * 16, "faithfulness")
+    assert queue.commit(Commit(jobs=[again, (new_key, ScorerRun(output="new"))])) == 1
+    assert {job.key: job.run for job in queue.due_jobs(10, set())}[again[0]] == from_memory[0].run
+    queue.delete_jobs([new_key])
     queue.close()
     reopened = SqliteQueue(tmp_path / "q.db")
     assert reopened.due_jobs(10, set()) == from_memory

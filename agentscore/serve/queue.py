@@ -145,10 +145,14 @@ class SqliteQueue:
                 raise
             self._spans += len(change.spans) - removed_spans
             self._jobs += added_jobs
-        # Only when every row is new: a job already queued keeps the run its row holds.
-        if added_jobs == len(jobs):
-            for (key, run), row in zip(change.jobs, jobs, strict=True):
-                self._queued_runs.put(key, run, len(row[3]))
+            # Under the lock, so no delete comes between the rows and what is kept of them.
+            # When some row was already queued, that job keeps the run its row holds: none
+            # of the step's runs is kept then, and none kept earlier under its keys stays.
+            if added_jobs == len(jobs):
+                for (key, run), row in zip(change.jobs, jobs, strict=True):
+                    self._queued_runs.put(key, run, len(row[3]))
+            else:
+                self._queued_runs.discard(key for key, _ in change.jobs)
         return added_jobs
 
     def stored_spans(self) -> list[SpanRecord]:
@@ -204,7 +208,7 @@ class SqliteQueue:
                 "DELETE FROM jobs WHERE trace_id = ? AND span_id = ? AND scorer_id = ?", keys
             )
             self._jobs -= self._db.total_changes - before
-        self._queued_runs.discard(keys)
+            self._queued_runs.discard(keys)
 
     def _transaction(self, statement: str, rows: Sequence[Sequence[object]]) -> None:
         if not rows:
