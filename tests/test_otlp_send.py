@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import itertools
+import os
 import socket
 import ssl
 import subprocess
@@ -502,3 +503,31 @@ def test_a_backend_dripping_its_headers_is_given_up_on_at_the_timeout(
             with pytest.raises(OtlpUnanswered, match="ReadTimeout"):
                 sender.post(b"x")
             assert time.monotonic() - started < 3  # without the deadline: never
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="fork")
+def test_a_forked_child_keeps_the_header_deadline() -> None:
+    """The deadlines' one thread does not survive a fork; the child gets its own."""
+    with header_dripping_backend() as url:
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": url, "OTEL_EXPORTER_OTLP_TIMEOUT": "1"}
+        with pytest.raises(OtlpUnanswered):  # the parent's deadline thread is running now
+            OtlpSender.from_environment("TRACES", env).post(b"x")
+        pid = os.fork()
+        if pid == 0:
+            code = 4
+            try:
+                started = time.monotonic()
+                OtlpSender.from_environment("TRACES", env).post(b"x")
+                code = 3
+            except OtlpUnanswered:
+                code = 0 if time.monotonic() - started < 3 else 2
+            finally:
+                os._exit(code)
+        deadline = time.monotonic() + 10
+        while (done := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if done[0] == 0:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child waited on the dripping headers past its deadline")
+        assert os.waitstatus_to_exitcode(done[1]) == 0
