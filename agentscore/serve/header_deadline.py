@@ -5,7 +5,8 @@ wait: a backend sending its status line and headers a byte at a time, each byte 
 holds the caller for as long as it likes (http.client reads up to 100 header lines of 64 KiB).
 The connections this adapter makes shut their socket down when the headers have not all come
 within the timeout (one thread keeps every deadline); the read waiting on it then ends at
-once, as a read timeout. The body's wait is the caller's to bound (`OtlpSender` reads it away within the timeout).
+once, as a read timeout. The body's wait is the caller's to bound (`OtlpSender` reads it
+away within the timeout).
 """
 
 from __future__ import annotations
