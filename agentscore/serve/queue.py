@@ -41,7 +41,7 @@ Synchronous = Literal["NORMAL", "FULL"]
 JobKey = tuple[str, str, str]  # trace id hex, span id hex, scorer id
 # Runs kept after their jobs were queued: a few seconds of a busy service's intake.
 _KEPT_RUNS = 4096
-_KEPT_RUN_CHARACTERS = 32_000_000
+_KEPT_RUN_CHARACTERS = 8_000_000
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS spans (seq INTEGER PRIMARY KEY, trace_id TEXT NOT NULL,
