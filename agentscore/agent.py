@@ -8,7 +8,7 @@ import queue
 import time
 import uuid
 from collections import deque
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Generator, Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -246,7 +246,7 @@ class Agent:
         conversation_id: str | None = None,
         request_context: Mapping[str, Any] | None = None,
         ground_truth: Any = None,
-    ) -> AsyncIterator[StreamEvent]:
+    ) -> AsyncGenerator[StreamEvent, None]:
         """`generate`, streamed: text deltas, whole tool calls, tool results, then `StreamDone`.
 
         The run is scored once the stream completes, exactly like `generate`. Leaving early
@@ -327,7 +327,7 @@ class Agent:
         conversation_id: str | None = None,
         request_context: Mapping[str, Any] | None = None,
         ground_truth: Any = None,
-    ) -> Iterator[StreamEvent]:
+    ) -> Generator[StreamEvent, None, None]:
         """Blocking `stream` for sync code: events arrive as the model writes them.
 
         Closing the iterator early (a `break`) cancels the run, which counts as abandoned.

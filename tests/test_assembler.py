@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -19,14 +20,19 @@ def text(role: str, content: str) -> dict[str, Any]:
 
 
 def span(
-    span_id: int, parent: int | None, name: str, trace_id: int = 1, **attributes: Any
+    span_id: int,
+    parent: int | None,
+    name: str,
+    attributes: Mapping[str, Any] | None = None,
+    *,
+    trace_id: int = 1,
 ) -> SpanRecord:
     return SpanRecord(
         trace_id=trace_id,
         span_id=span_id,
         parent_span_id=parent,
         name=name,
-        attributes=attributes,
+        attributes=dict(attributes or {}),
         end_time=span_id,
     )
 
@@ -36,7 +42,7 @@ def chat(span_id: int, parent: int | None, answer: str) -> SpanRecord:
         span_id,
         parent,
         "chat m",
-        **{
+        {
             "gen_ai.operation.name": "chat",
             "gen_ai.input.messages": json.dumps([USER]),
             "gen_ai.output.messages": json.dumps([text("assistant", answer)]),
@@ -45,9 +51,7 @@ def chat(span_id: int, parent: int | None, answer: str) -> SpanRecord:
 
 
 def agent(span_id: int, parent: int | None, name: str) -> SpanRecord:
-    return span(
-        span_id, parent, f"invoke_agent {name}", **{"gen_ai.operation.name": "invoke_agent"}
-    )
+    return span(span_id, parent, f"invoke_agent {name}", {"gen_ai.operation.name": "invoke_agent"})
 
 
 def feed(assembler: TraceAssembler, *spans: SpanRecord) -> list[Any]:
@@ -84,7 +88,7 @@ def test_openinference_flattened_messages_and_tool_spans() -> None:
         3,
         2,
         "generation",
-        **{
+        {
             "openinference.span.kind": "LLM",
             "llm.input_messages.0.message.role": "user",
             "llm.input_messages.0.message.contents.0.message_content.type": "text",
@@ -97,14 +101,14 @@ def test_openinference_flattened_messages_and_tool_spans() -> None:
         4,
         2,
         "lookup",
-        **{
+        {
             "openinference.span.kind": "TOOL",
             "tool.name": "lookup",
             "input.value": '{"id": 7}',
             "output.value": '{"status": "shipped", "carrier": "DHL"}',
         },
     )
-    root = span(2, None, "support", **{"openinference.span.kind": "AGENT"})
+    root = span(2, None, "support", {"openinference.span.kind": "AGENT"})
     [run] = feed(TraceAssembler(), llm, tool, root)
     assert run.input[-1].content == "Where is order 7?"
     assert [m.role for m in run.output] == ["assistant", "tool", "assistant"]
@@ -117,7 +121,7 @@ def test_agent_input_and_output_values_as_plain_text() -> None:
         2,
         None,
         "agent",
-        **{"openinference.span.kind": "AGENT", "input.value": "Hi", "output.value": "Hello!"},
+        {"openinference.span.kind": "AGENT", "input.value": "Hi", "output.value": "Hello!"},
     )
     [run] = feed(TraceAssembler(), root)
     assert run.input[0].content == "Hi"
@@ -155,7 +159,7 @@ def test_spans_under_an_evaluation_are_never_generations() -> None:
         8,
         1,
         "evaluation faithfulness",
-        **{"openinference.span.kind": "EVALUATOR", "gen_ai.evaluation.name": "faithfulness"},
+        {"openinference.span.kind": "EVALUATOR", "gen_ai.evaluation.name": "faithfulness"},
     )
     runs = feed(TraceAssembler(), chat(9, 8, '{"claims": []}'), evaluation, span(1, None, "root"))
     assert runs == []
@@ -166,7 +170,7 @@ def test_unparseable_messages_end_as_an_unreadable_run() -> None:
         3,
         None,
         "chat m",
-        **{
+        {
             "gen_ai.operation.name": "chat",
             "gen_ai.output.messages": json.dumps([{"role": "robot", "parts": []}]),
         },
@@ -193,7 +197,7 @@ def test_hostile_attributes_end_as_unreadable_runs_not_exceptions() -> None:
         {"openinference.span.kind": "AGENT", "input.value": deep, "output.value": "Hello!"},
     ]
     for index, attributes in enumerate(hostile, start=10):
-        [run] = feed(TraceAssembler(), span(index, None, "hostile", **attributes))
+        [run] = feed(TraceAssembler(), span(index, None, "hostile", attributes))
         assert run.read_error is not None, attributes
 
 

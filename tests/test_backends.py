@@ -22,6 +22,7 @@ from agentscore.scorers import create_hallucination_scorer
 from agentscore.telemetry.backends import LangfuseScores, PhoenixAnnotations
 from agentscore.telemetry.roots import RootSpans
 from agentscore.testing import ScriptedEndpoint, chat_completion
+from tests.conftest import histogram_point, new_log_exporter, number_point
 from tests.http_collector import Collector, http_collector
 from tests.test_agent import agent_endpoint, lookup_order
 
@@ -163,7 +164,7 @@ def traced_agent(
     sink that was given no content flag of its own."""
     spans, logs, metrics = (
         InMemorySpanExporter(),
-        InMemoryLogRecordExporter(),
+        new_log_exporter(),
         InMemoryMetricReader(),
     )
     roots = RootSpans()
@@ -203,12 +204,12 @@ def histogram_points(reader: InMemoryMetricReader) -> int:
     if data is None:
         return 0
     return sum(
-        point.count
+        histogram_point(point).count
         for resource in data.resource_metrics
         for scope in resource.scope_metrics
         for metric in scope.metrics
         if metric.name == "gen_ai.evaluation.score"
-        for point in metric.data.data_points  # type: ignore[union-attr]
+        for point in metric.data.data_points
     )
 
 
@@ -257,7 +258,7 @@ def runs_by_outcome(reader: InMemoryMetricReader) -> dict[str, int]:
                     continue
                 for point in metric.data.data_points:
                     outcome = str((point.attributes or {})["agentscore.outcome"])
-                    counts[outcome] = counts.get(outcome, 0) + int(point.value)  # type: ignore[union-attr]
+                    counts[outcome] = counts.get(outcome, 0) + int(number_point(point).value)
     return counts
 
 

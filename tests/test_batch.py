@@ -53,7 +53,11 @@ async def test_a_failing_item_is_recorded_and_the_run_goes_on() -> None:
             raise RuntimeError("target broke")
         return "Python was first released in 1991."
 
-    data = [{"input": "boom"}, {"input": "When?", "context": CONTEXT}, {"no": "input"}]
+    data: list[dict[str, Any]] = [
+        {"input": "boom"},
+        {"input": "When?", "context": CONTEXT},
+        {"no": "input"},
+    ]
     report = await run_evals(
         data, [create_hallucination_scorer("local", get_context=run_context)], target=target
     )

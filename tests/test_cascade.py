@@ -23,7 +23,7 @@ from agentscore.scorers import (
     create_scorer,
 )
 from agentscore.testing import ScriptedEndpoint, ScriptedReply, chat_completion, http_error
-from tests.conftest import Otel
+from tests.conftest import Otel, number_point
 
 pytestmark = pytest.mark.anyio
 
@@ -85,7 +85,8 @@ def cascade_points(otel: Otel, name: str) -> dict[tuple[tuple[str, Any], ...], i
             for metric in scope.metrics:
                 if metric.name == name:
                     for point in metric.data.data_points:
-                        points[tuple(sorted(point.attributes.items()))] = int(point.value)
+                        attributes = (point.attributes or {}).items()
+                        points[tuple(sorted(attributes))] = int(number_point(point).value)
     return points
 
 
@@ -369,9 +370,11 @@ def test_a_live_agent_scores_through_the_cascade_and_counts_on_its_own_meter() -
     assert (sure.score, sure.judge_usage.calls) == (0.0, 0)
     assert (escalated.score, escalated.judge_usage.calls) == (1.0, 1)
     assert len(judge.requests) == 1
+    data = reader.get_metrics_data()
+    assert data is not None
     routes = {
-        dict(point.attributes)["agentscore.cascade.route"]: point.value
-        for resource in reader.get_metrics_data().resource_metrics
+        dict(point.attributes or {})["agentscore.cascade.route"]: number_point(point).value
+        for resource in data.resource_metrics
         for scope in resource.scope_metrics
         for metric in scope.metrics
         if metric.name == "agentscore.cascade.runs"

@@ -15,7 +15,7 @@ from agentscore.judges import OpenAIJudge
 from agentscore.judges.cascade import Agreement, CascadeJudge, cascade_health
 from agentscore.scorers import create_faithfulness_scorer
 from agentscore.testing import ScriptedEndpoint, ScriptedReply, chat_completion
-from tests.conftest import Otel
+from tests.conftest import Otel, number_point
 from tests.test_cascade import CONTEXT, SURE_ANSWER, cascade, claims_in, run, verdict_rows
 
 pytestmark = pytest.mark.anyio
@@ -125,7 +125,7 @@ async def test_agreement_and_local_deciding_are_exported_as_gauges(otel: Otel) -
             for metric in scope.metrics:
                 if metric.name in gauges:
                     for point in metric.data.data_points:
-                        entry = (dict(point.attributes or {}), point.value)
+                        entry = (dict(point.attributes or {}), number_point(point).value)
                         points.setdefault(metric.name, []).append(entry)
     mine = {"gen_ai.request.model": "local+judge-gauges"}
     assert (

@@ -379,7 +379,7 @@ async def test_non_string_context_from_get_context_is_serialised() -> None:
     endpoint = ScriptedEndpoint([chat_completion(verify_reply(TESLA))])
     scorer = create_faithfulness_scorer(
         judge_for(endpoint),
-        get_context=lambda params: [{"range_miles": 358}, 2017, "  ", "Launched in 2017."],  # type: ignore[list-item,return-value]
+        get_context=lambda params: [{"range_miles": 358}, 2017, "  ", "Launched in 2017."],  # type: ignore[list-item]
     )
     result = await scorer.run(seed_run(TESLA))
     assert result.context == ['{"range_miles": 358}', "2017", "Launched in 2017."]

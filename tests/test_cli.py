@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -58,7 +59,7 @@ def offline_env() -> dict[str, str]:
     return env
 
 
-def write_jsonl(path: Path, records: list[object]) -> Path:
+def write_jsonl(path: Path, records: Sequence[object]) -> Path:
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     return path
 

@@ -15,13 +15,14 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 from agentscore.cli import main
 from agentscore.telemetry.setup import JsonlExporter
+from tests.conftest import span_context
 from tests.serve_support import ANSWER, WRONG, recorded_generations
 from tests.test_cli import offline_env
 
 
 def _agent_ids(spans: list[ReadableSpan]) -> list[str]:
     return [
-        f"{s.get_span_context().trace_id:032x}{s.get_span_context().span_id:016x}"
+        f"{span_context(s).trace_id:032x}{span_context(s).span_id:016x}"
         for s in spans
         if s.name.startswith("invoke_agent")
     ]

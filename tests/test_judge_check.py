@@ -18,7 +18,7 @@ from agentscore.cli import main
 from agentscore.judges import CascadeJudge, LocalJudge, OpenAIJudge
 from agentscore.scorers import create_faithfulness_scorer, create_hallucination_scorer
 from agentscore.serve.service import load_evals, log_judge_checks
-from tests.chat_server import Answer, Request, chat_server, echo_key_401, judge_reply
+from tests.chat_server import Answer, Request, Responder, chat_server, echo_key_401, judge_reply
 
 KEY = "sk-check-test-0123456789abcdef"
 RUNS = [
@@ -68,13 +68,13 @@ def write_runs(tmp_path: Path) -> Path:
     ],
 )
 def test_eval_exits_2_when_every_judge_request_is_refused(
-    responder: object,
+    responder: Responder,
     says: str,
     tmp_path: Path,
     openai_env: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    with chat_server(responder) as server:  # type: ignore[arg-type]
+    with chat_server(responder) as server:
         openai_env.setenv("OPENAI_BASE_URL", server.base_url)
         code = main(["eval", str(write_runs(tmp_path)), "--judge", "judge-modle"])
     assert code == 2
@@ -148,9 +148,9 @@ def test_evals_check_reports_a_misspelled_model_in_plain_words(
     [(echo_key_401, "refused the API key"), (pong, None)],
 )
 def test_evals_check_of_a_cascade_asks_its_llm_stage(
-    responder: object, says: str | None, openai_env: pytest.MonkeyPatch
+    responder: Responder, says: str | None, openai_env: pytest.MonkeyPatch
 ) -> None:
-    with chat_server(responder) as server:  # type: ignore[arg-type]
+    with chat_server(responder) as server:
         llm = OpenAIJudge("judge-llm", base_url=server.base_url, max_retries=0)
         cascade = CascadeJudge(LocalJudge(), llm)
         checks = Evals(scorers=[create_faithfulness_scorer(cascade)]).check()

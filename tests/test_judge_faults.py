@@ -8,6 +8,7 @@ import time
 import pytest
 
 from agentscore.judges import OpenAIJudge
+from agentscore.result import ScoreResult
 from agentscore.run import ScorerRun
 from agentscore.scorers import ScoreStatus, create_faithfulness_scorer
 from agentscore.testing import (
@@ -35,9 +36,9 @@ def transport(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-async def score_with(  # type: ignore[no-untyped-def]
+async def score_with(
     script: list[ScriptedReply], transport: str, *, retries: int = 2, stepwise: bool = False
-):
+) -> tuple[ScoreResult, ScriptedEndpoint]:
     endpoint = ScriptedEndpoint(script)
     if transport == "sdk":
         judge = OpenAIJudge("judge-model", client=endpoint.client(max_retries=retries))
@@ -111,7 +112,8 @@ async def test_wrong_verdict_count_in_stepwise_mode_is_repaired_then_fails(trans
 
 
 async def test_code_fenced_json_is_accepted_without_repair(transport: str) -> None:
-    fenced = chat_completion("```json\n" + GOOD.body["choices"][0]["message"]["content"] + "\n```")  # type: ignore[index]
+    assert GOOD.body is not None
+    fenced = chat_completion("```json\n" + GOOD.body["choices"][0]["message"]["content"] + "\n```")
     result, endpoint = await score_with([fenced], transport)
     assert result.score == 0.5
     assert len(endpoint.requests) == 1

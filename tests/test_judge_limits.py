@@ -80,7 +80,8 @@ async def test_a_reply_over_the_default_limit_fails_typed_and_is_not_kept() -> N
 
 async def test_max_reply_chars_is_configurable() -> None:
     good = chat_completion(padded_reply(500))
-    reply_chars = len(good.body["choices"][0]["message"]["content"])  # type: ignore[index]
+    assert good.body is not None
+    reply_chars = len(good.body["choices"][0]["message"]["content"])
     endpoint = ScriptedEndpoint([good, good])
     tight = OpenAIJudge("judge-model", client=endpoint.client(), max_reply_chars=reply_chars - 1)
     roomy = OpenAIJudge("judge-model", client=endpoint.client(), max_reply_chars=reply_chars)

@@ -27,6 +27,7 @@ from agentscore.scorers import (
     create_tool_call_accuracy_scorer,
 )
 from agentscore.scorers.base import NO_CONTEXT_REASON
+from agentscore.scorers.tool_calls import ToolLike
 from agentscore.testing import ScriptedEndpoint, chat_completion
 from tests.new_scorers import lookup_order
 
@@ -262,7 +263,7 @@ async def test_tool_call_accuracy_makes_no_judge_request_even_with_an_llm_judge(
 
 async def test_tool_call_accuracy_wants_the_expected_calls_in_order() -> None:
     search = {"type": "function", "function": {"name": "search", "parameters": {}}}
-    tools = [lookup_order, search]
+    tools: list[ToolLike] = [lookup_order, search]
     in_order = create_tool_call_accuracy_scorer(
         tools=tools, expected_tools=["search", "lookup_order"]
     )

@@ -77,6 +77,7 @@ def test_an_empty_get_context_or_context_is_no_context_and_the_judge_is_not_call
     endpoint = ScriptedEndpoint(lambda body: chat_completion({"claims": [ANSWER]}))
     judge = OpenAIJudge("judge", client=endpoint.client(max_retries=0))
     run = ScorerRun(input="Where is order 1042?", output=ANSWER)
+    options: dict[str, Any]
     for options in ({"get_context": lambda params: []}, {"context": []}, {}):
         for stepwise in (False, True):
             scorer = create_hallucination_scorer(judge, stepwise=stepwise, **options)
@@ -110,7 +111,7 @@ def test_a_custom_scorer_can_report_no_context() -> None:
 
 
 def test_batch_summaries_count_no_context_apart_from_the_mean_and_the_pass_rate() -> None:
-    data = [
+    data: list[dict[str, Any]] = [
         {"id": "grounded", "input": "Where?", "output": ANSWER, "documents": [ANSWER]},
         {"id": "bare", "input": "Where?", "output": ANSWER},
     ]
@@ -129,7 +130,7 @@ def _eval(tmp_path: Path, records: list[dict[str, Any]], *args: str) -> int:
 def test_eval_shows_no_context_in_its_own_column_and_says_how_to_give_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    records = [
+    records: list[dict[str, Any]] = [
         {"id": "a", "input": "Where?", "output": ANSWER, "context": [ANSWER]},
         {"id": "b", "input": "Where?", "output": ANSWER, "documents": [ANSWER]},
         {"id": "c", "input": "Where?", "output": ANSWER},
@@ -154,7 +155,7 @@ def test_fail_under_with_no_record_judged_fails_with_a_reason(
 def test_documents_of_the_wrong_shape_are_a_skipped_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    records = [
+    records: list[dict[str, Any]] = [
         {"input": "Where?", "output": ANSWER, "documents": [ANSWER]},
         {"input": "Where?", "output": ANSWER, "documents": ANSWER},
     ]

@@ -71,7 +71,7 @@ def test_create_scorer_options_of_the_wrong_type_or_range_name_the_option(
     from agentscore.scorers import create_scorer
 
     with pytest.raises(ConfigurationError, match=option):
-        create_scorer(id="custom", generate_score=lambda params: 1.0, **{option: value})
+        create_scorer(id="custom", generate_score=lambda params: 1.0, **{option: value})  # type: ignore[arg-type]
 
 
 FLAG_CASES: list[tuple[str, Callable[[], Any]]] = [
@@ -108,7 +108,7 @@ def test_evals_submit_names_an_option_of_the_wrong_type(
 ) -> None:
     evals = Evals(scorers=[SCORER])
     with pytest.raises(ConfigurationError, match=says) as raised:
-        evals.submit("Where is my order?", "It shipped.", **{option: value})
+        evals.submit("Where is my order?", "It shipped.", **{option: value})  # type: ignore[arg-type]
     assert not isinstance(raised.value, TypeError)
 
 
@@ -128,8 +128,8 @@ def test_agent_generate_names_an_option_of_the_wrong_type_before_any_model_call(
     with chat_server(lambda request: judge_reply("It shipped.")) as server:
         agent = Agent("support", "agent-model", base_url=server.base_url, api_key="sk-x-unused")
         with pytest.raises(ConfigurationError, match=says):
-            agent.generate_sync("Where is my order?", **{option: value})
+            agent.generate_sync("Where is my order?", **{option: value})  # type: ignore[arg-type]
         with pytest.raises(ConfigurationError, match=says):
-            list(agent.stream_sync("Where is my order?", **{option: value}))
+            list(agent.stream_sync("Where is my order?", **{option: value}))  # type: ignore[arg-type]
         assert server.requests == []  # refused before the model was asked
         assert agent.generate_sync("Where is my order?", request_context={"a": 1}).text

@@ -48,8 +48,10 @@ from opentelemetry.trace import (
     TraceFlags,
     TraceState,
 )
+from opentelemetry.util.types import AnyValue
 
 from agentscore.serve.otlp_encode import encode_logs, encode_spans
+from tests.conftest import new_log_exporter
 
 # Records over a limit warn each time; the limits are the point here.
 pytestmark = pytest.mark.filterwarnings("ignore:Log record attributes were dropped")
@@ -149,7 +151,7 @@ class Telemetry:
 
 @pytest.fixture
 def telemetry() -> Telemetry:
-    return Telemetry(InMemorySpanExporter(), InMemoryLogRecordExporter())
+    return Telemetry(InMemorySpanExporter(), new_log_exporter())
 
 
 def remote_parent(trace_state: TraceState | None = None) -> Context:
@@ -301,7 +303,7 @@ def test_no_scope_and_one_scope_object_under_two_resources() -> None:
     ]
     assert_spans_match(spans)
     provider = LoggerProvider()
-    exporter = InMemoryLogRecordExporter()
+    exporter = new_log_exporter()
     provider.add_log_record_processor(SimpleLogRecordProcessor(exporter))
     provider.get_logger("l").emit(body="x")
     [made] = exporter.get_finished_logs()
@@ -362,7 +364,12 @@ def test_an_attribute_that_cannot_be_encoded_is_skipped_and_logged(
     telemetry: Telemetry, caplog: pytest.LogCaptureFixture
 ) -> None:
     tracer = telemetry.tracer_provider(Resource({})).get_tracer("t")
-    attributes = {"before": 1, "too big": 2**64, "too small": [-(2**63) - 1], "after": 2}
+    attributes: dict[str, AnyValue] = {
+        "before": 1,
+        "too big": 2**64,
+        "too small": [-(2**63) - 1],
+        "after": 2,
+    }
     with tracer.start_as_current_span("s", attributes=attributes):
         pass
     logger = telemetry.logger_provider(Resource({})).get_logger("l")

@@ -4,6 +4,7 @@ a context sentence, never a cut word or two; the demo shows a dash for a run not
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -21,7 +22,7 @@ INVENTED = "Order 2001 was shipped with FedEx on 2026-11-20."
 
 
 def run_with_tool(answer: str) -> ScorerRun:
-    call = {"id": "c1", "type": "function"}
+    call: dict[str, Any] = {"id": "c1", "type": "function"}
     call["function"] = {"name": "lookup_order", "arguments": '{"order_id": 2001}'}
     return ScorerRun(
         input="Has order 2001 shipped yet?",

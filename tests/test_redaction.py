@@ -17,6 +17,7 @@ from agentscore.batch import run_evals_sync
 from agentscore.cli import main
 from agentscore.judges.openai import OpenAIJudge
 from agentscore.pipeline.evaluate import evaluate
+from agentscore.result import ScoreResult
 from agentscore.run import ScorerRun
 from agentscore.runtime.loop import background_loop
 from agentscore.scorers import create_hallucination_scorer
@@ -114,7 +115,7 @@ def test_repair_request_does_not_resend_a_quoted_key(otel: Otel) -> None:
     assert "Your key is [REDACTED]" in json.dumps(dict(chat_spans[1].attributes or {}))
 
 
-async def _evaluate(telemetry: Telemetry, scorer: object) -> object:
+async def _evaluate(telemetry: Telemetry, scorer: object) -> ScoreResult:
     from agentscore.scorers.base import Scorer
 
     assert isinstance(scorer, Scorer)

@@ -21,6 +21,7 @@ from agentscore.result import ScoreStatus
 from agentscore.scorers import create_faithfulness_scorer, create_hallucination_scorer
 from agentscore.spans import SpanRecord, TraceAssembler
 from agentscore.telemetry.setup import JsonlExporter
+from tests.conftest import span_context
 from tests.http_collector import http_collector
 from tests.serve_support import attribute, evaluation_spans, serving, wait_for
 from tests.test_span_processor import Pipeline, parts
@@ -101,7 +102,7 @@ def test_a_langchain_rag_answer_is_judged_against_the_retrieved_documents(
     assert verdicts(score) == [verdict]
     assert score.context == DOCUMENTS
     chat = langchain_pipeline.span("FakeListChatModel")
-    assert score.span_id == f"{chat.get_span_context().span_id:016x}"
+    assert score.span_id == f"{span_context(chat).span_id:016x}"
     [evaluation] = langchain_pipeline.evaluation_spans()
     assert (evaluation.attributes or {})["gen_ai.evaluation.score.value"] == expected
 
@@ -293,7 +294,7 @@ def test_eval_traces_reads_retrieval_spans(
     assert main(argv) == 0
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     by_answer = {
-        span.attributes["gen_ai.output.messages"]: f"{span.context.trace_id:032x}"  # type: ignore[index,union-attr]
+        (span.attributes or {})["gen_ai.output.messages"]: f"{span_context(span).trace_id:032x}"
         for span in exporter.get_finished_spans()
         if span.name == "chat gpt-x"
     }

@@ -16,6 +16,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.trace.export import SpanExportResult
 
 from agentscore.serve.forward import FORWARD_USER_AGENT
+from tests.conftest import span_context
 from tests.http_collector import http_collector
 from tests.serve_support import (
     ANSWER,
@@ -105,7 +106,7 @@ def test_otlp_json_with_gzip_is_read_like_protobuf(tmp_path: Path) -> None:
         wait_for(lambda: len(evaluation_spans(receiver)) == 1, what="the evaluation")
     [evaluation] = evaluation_spans(receiver)
     agent = next(s for s in spans if s.name.startswith("invoke_agent"))
-    assert int.from_bytes(evaluation.parent_span_id, "big") == agent.get_span_context().span_id
+    assert int.from_bytes(evaluation.parent_span_id, "big") == span_context(agent).span_id
     assert attribute(evaluation, "gen_ai.evaluation.score.value") == 1.0
 
 

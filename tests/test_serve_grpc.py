@@ -44,14 +44,20 @@ from tests.test_serve_network import _open_trace_spans, _self_signed
 TOKEN = "grpc-test-token-0123456789abcdef"
 
 
-def grpc_exporter(target: str, **options: object) -> OTLPSpanExporter:
-    return OTLPSpanExporter(endpoint=f"http://{target}", insecure=True, **options)  # type: ignore[arg-type]
+def grpc_exporter(
+    target: str, *, timeout: float | None = None, compression: grpc.Compression | None = None
+) -> OTLPSpanExporter:
+    return OTLPSpanExporter(
+        endpoint=f"http://{target}", insecure=True, timeout=timeout, compression=compression
+    )
 
 
-def send_over_grpc(target: str, answers: list[str], **options: object) -> list[tuple[int, int]]:
+def send_over_grpc(
+    target: str, answers: list[str], *, compression: grpc.Compression | None = None
+) -> list[tuple[int, int]]:
     """Trace one generation per answer, exported by the real OTLP gRPC exporter."""
     provider = TracerProvider(resource=Resource.create({"service.name": "grpc-app"}))
-    provider.add_span_processor(SimpleSpanProcessor(grpc_exporter(target, **options)))
+    provider.add_span_processor(SimpleSpanProcessor(grpc_exporter(target, compression=compression)))
     sent = [traced_generation(provider, answer, request=i) for i, answer in enumerate(answers)]
     provider.shutdown()
     return sent
@@ -59,20 +65,23 @@ def send_over_grpc(target: str, answers: list[str], **options: object) -> list[t
 
 def export_raw(
     target: str, body: bytes, metadata: tuple[tuple[str, str], ...] = ()
-) -> tuple[grpc.StatusCode, grpc.Call | grpc.RpcError]:
+) -> tuple[grpc.StatusCode, grpc.Call]:
     with grpc.insecure_channel(target) as channel:
-        export = channel.unary_unary(EXPORT_METHOD)  # no serializers: bytes both ways
+        # No serializers: bytes both ways.
+        export: grpc.UnaryUnaryMultiCallable[bytes, bytes] = channel.unary_unary(EXPORT_METHOD)
         try:
             _, call = export.with_call(body, metadata=metadata, timeout=10)
             return grpc.StatusCode.OK, call
         except grpc.RpcError as error:
-            return error.code(), error
+            failed = error
+    assert isinstance(failed, grpc.Call)  # the channel's errors are calls too
+    return failed.code(), failed
 
 
-def retry_delay(error: grpc.Call | grpc.RpcError) -> tuple[float, float]:
+def retry_delay(error: grpc.Call) -> tuple[float, float]:
     """The RetryInfo delay as the Collector reads it (status details) and as the Python
     exporter reads it (its own trailer)."""
-    trailers = dict(error.trailing_metadata() or ())  # type: ignore[union-attr]
+    trailers = dict(error.trailing_metadata() or ())
     status = Status.FromString(trailers["grpc-status-details-bin"])
     [detail] = status.details
     info = RetryInfo()
@@ -176,7 +185,7 @@ def test_unreadable_or_oversized_requests_are_refused_and_nothing_is_queued(
         oversized, _ = export_raw(serve.grpc_target, b"\x00" * (16 * 1024 * 1024 + 1))
         health = serve.health()
     assert code is grpc.StatusCode.INVALID_ARGUMENT
-    assert "unreadable OTLP" in str(error.details())  # type: ignore[union-attr]
+    assert "unreadable OTLP" in str(error.details())
     assert oversized is grpc.StatusCode.RESOURCE_EXHAUSTED
     assert health["spans_received"] == 0
     assert health["jobs_queued"] == 0
@@ -202,7 +211,7 @@ def test_with_an_ingest_token_only_the_right_bearer_metadata_gets_in(
         wait_for(lambda: len(evaluation_spans(receiver)) == 1, what="the evaluation")
     for code, error in (missing, wrong, basic, twice):
         assert code is grpc.StatusCode.UNAUTHENTICATED
-        assert TOKEN not in str(error.details())  # type: ignore[union-attr]
+        assert TOKEN not in str(error.details())
     assert refused["requests_unauthorized"] == 5
     assert refused["spans_received"] == 0
     assert refused["jobs_queued"] == 0
@@ -228,7 +237,7 @@ def test_the_drain_answers_unavailable_with_retry_info(tmp_path: Path) -> None:
             assert serve.process.wait(60) == -signal.SIGTERM
         wait_for(lambda: len(evaluation_spans(receiver)) >= 1, what="the drained job")
     assert code is grpc.StatusCode.UNAVAILABLE
-    assert error.details() == "draining"  # type: ignore[union-attr]
+    assert error.details() == "draining"
     assert retry_delay(error) == (5, 5)
 
 
@@ -349,5 +358,5 @@ def test_open_traces_past_the_byte_budget_are_resource_exhausted_retry_or_final(
     assert full["spans_received"] == accepted  # the refused were not kept
     # Larger than the whole budget: final, so no retry information.
     assert too_big is grpc.StatusCode.RESOURCE_EXHAUSTED
-    assert "larger than the open-trace budget" in str(error.details())  # type: ignore[union-attr]
-    assert "grpc-status-details-bin" not in dict(error.trailing_metadata() or ())  # type: ignore[union-attr]
+    assert "larger than the open-trace budget" in str(error.details())
+    assert "grpc-status-details-bin" not in dict(error.trailing_metadata() or ())

@@ -24,6 +24,7 @@ from agentscore.serve.otlp_send import OtlpSender
 from agentscore.serve.queue import Commit, SqliteQueue
 from agentscore.serve.stats import ServiceStats
 from agentscore.spans.records import SpanRecord
+from tests.conftest import span_context
 from tests.http_collector import http_collector
 from tests.serve_support import ANSWER, ROOT, free_port, recorded_generations
 
@@ -70,8 +71,9 @@ def test_protobuf_requests_decode_to_span_records() -> None:
     assert [r.name for r in records] == [s.name for s in spans]
     agent = next(r for r in records if r.name.startswith("invoke_agent"))
     original = next(s for s in spans if s.name == agent.name)
-    assert agent.span_id == original.get_span_context().span_id
-    assert agent.parent_span_id == original.parent.span_id  # type: ignore[union-attr]
+    assert agent.span_id == span_context(original).span_id
+    assert original.parent is not None
+    assert agent.parent_span_id == original.parent.span_id
     assert agent.attributes == dict(original.attributes or {})
     assert not agent.parent_is_remote
     assert agent.scope == "app"

@@ -20,7 +20,7 @@ from agentscore.judges import LocalJudge, OpenAIJudge
 from agentscore.scorers import create_faithfulness_scorer
 from agentscore.spans import ScoringSpanProcessor
 from agentscore.testing import ScriptedEndpoint, chat_completion
-from tests.conftest import Otel
+from tests.conftest import Otel, span_context
 
 ORDER = {"order": "1042", "status": "shipped", "carrier": "UPS"}
 ANSWER = "Order 1042 shipped with UPS."
@@ -80,7 +80,7 @@ def tool_then(answer: str) -> ScriptedEndpoint:
 
 
 def span_hex(span: ReadableSpan) -> str:
-    return f"{span.get_span_context().span_id:016x}"
+    return f"{span_context(span).span_id:016x}"
 
 
 # -- pydantic-ai, its own OpenTelemetry instrumentation -----------------------------------------
@@ -121,7 +121,7 @@ def test_pydantic_ai_run_is_scored_once_under_its_agent_span(answer: str, expect
     assert score.agent_name == "support"
     [evaluation] = pipeline.evaluation_spans()
     assert evaluation.parent is not None
-    assert evaluation.parent.span_id == agent_span.get_span_context().span_id
+    assert evaluation.parent.span_id == span_context(agent_span).span_id
     assert evaluation.attributes is not None
     assert evaluation.attributes["gen_ai.evaluation.score.value"] == expected
 
@@ -175,7 +175,7 @@ def test_agents_sdk_run_is_scored_once_under_its_agent_span(
     assert score.span_id == span_hex(agent_span)
     [evaluation] = agents_pipeline.evaluation_spans()
     assert evaluation.parent is not None
-    assert evaluation.parent.span_id == agent_span.get_span_context().span_id
+    assert evaluation.parent.span_id == span_context(agent_span).span_id
 
 
 # -- The rules, on spans made with the SDK ------------------------------------------------------
@@ -235,7 +235,7 @@ def test_evaluations_go_through_the_provider_the_processor_is_attached_to(otel: 
     assert score.score == 1.0
     [evaluation] = pipeline.evaluation_spans()
     assert evaluation.parent is not None
-    assert evaluation.parent.span_id == final.get_span_context().span_id
+    assert evaluation.parent.span_id == span_context(final).span_id
     assert evaluation.attributes is not None
     assert evaluation.attributes["gen_ai.evaluation.score.value"] == 1.0
     assert evaluation.resource == final.resource

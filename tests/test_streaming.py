@@ -18,7 +18,7 @@ from agentscore.scorers import create_faithfulness_scorer
 from agentscore.streaming import StreamDone, TextDelta, ToolCallEvent, ToolResultEvent
 from agentscore.telemetry import Telemetry
 from agentscore.testing import ScriptedEndpoint, chat_completion
-from tests.conftest import Otel
+from tests.conftest import Otel, span_context
 
 ANSWER = "Order 42 shipped on May 2 and arrives on May 5."
 
@@ -87,13 +87,14 @@ async def test_stream_yields_deltas_whole_tool_calls_results_and_is_scored_once(
     assert len(chats) == 2
     for chat in chats:
         assert chat.parent is not None
-        assert chat.parent.span_id == agent_span.get_span_context().span_id
+        assert chat.parent.span_id == span_context(agent_span).span_id
         assert chat.attributes is not None
-        assert chat.attributes["gen_ai.response.time_to_first_chunk"] >= 0
+        time_to_first_chunk = chat.attributes["gen_ai.response.time_to_first_chunk"]
+        assert isinstance(time_to_first_chunk, float) and time_to_first_chunk >= 0
         assert chat.attributes["gen_ai.usage.input_tokens"] == 100
     tool_span = spans["execute_tool lookup_order"]
     assert tool_span.parent is not None
-    assert tool_span.parent.span_id == agent_span.get_span_context().span_id
+    assert tool_span.parent.span_id == span_context(agent_span).span_id
     assert agent.abandoned_streams == 0
 
 

@@ -15,7 +15,7 @@ from agentscore.errors import ConfigurationError
 from agentscore.judges import LocalJudge
 from agentscore.run import ScorerRun
 from agentscore.scorers import create_faithfulness_scorer
-from tests.conftest import Otel
+from tests.conftest import Otel, span_context
 
 ORDER = {"order": "1042", "status": "shipped", "carrier": "UPS"}
 QUESTION = "Where is order 1042?"
@@ -100,14 +100,14 @@ def test_submit_samples_on_the_trace_id_like_the_agent() -> None:
 
 
 def test_submit_applies_the_filter_and_never_raises() -> None:
-    def only_support(run: Any) -> bool:
+    def only_support(run: ScorerRun) -> bool:
         return run.agent_name == "support"
 
     evals, runner, scores = make_evals(filter=only_support)
     assert evals.submit(QUESTION, ANSWER, agent_name="billing") is False
     assert evals.submit(QUESTION, ANSWER, agent_name="support") is True
 
-    def broken(run: Any) -> bool:
+    def broken(run: ScorerRun) -> bool:
         raise RuntimeError("filter bug")
 
     broken_evals, _, _ = make_evals(filter=broken)
@@ -117,7 +117,7 @@ def test_submit_applies_the_filter_and_never_raises() -> None:
 
 
 def test_unreadable_output_is_a_failed_result_not_a_score_of_nothing() -> None:
-    def rejects_everything(run: Any) -> bool:
+    def rejects_everything(run: ScorerRun) -> bool:
         return False
 
     # Even a filter that would veto it: an unreadable run must surface.
@@ -170,7 +170,7 @@ def test_observe_a_sync_function_scores_each_call_under_its_own_span(otel: Otel)
     assert score.input[0].content == QUESTION
     assert score.agent_name == "answer"
     [agent_span] = [s for s in otel.spans.get_finished_spans() if s.name == "invoke_agent answer"]
-    assert score.span_id == f"{agent_span.get_span_context().span_id:016x}"
+    assert score.span_id == f"{span_context(agent_span).span_id:016x}"
 
 
 @pytest.mark.anyio

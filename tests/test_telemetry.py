@@ -13,7 +13,7 @@ from agentscore import Agent, Evals, Runner, Telemetry
 from agentscore.judges import OpenAIJudge
 from agentscore.scorers import create_hallucination_scorer
 from agentscore.testing import ScriptedEndpoint, http_error
-from tests.conftest import Otel
+from tests.conftest import Otel, histogram_point, number_point
 from tests.test_agent import (
     ORDER_ANSWER,
     agent_endpoint,
@@ -84,8 +84,10 @@ def test_full_run_span_tree_and_attributes(otel: Otel) -> None:
         assert chat.attributes["gen_ai.operation.name"] == "chat"
         assert chat.attributes["gen_ai.request.model"] == "agent-model"
         assert chat.attributes["gen_ai.usage.output_tokens"] == 20
-    assert agent_chats[0].attributes["gen_ai.response.finish_reasons"] == ("tool_calls",)  # type: ignore[index]
-    assert agent_chats[1].attributes["gen_ai.response.id"] == result.response_id  # type: ignore[index]
+    first, second = agent_chats[0].attributes, agent_chats[1].attributes
+    assert first is not None and second is not None
+    assert first["gen_ai.response.finish_reasons"] == ("tool_calls",)
+    assert second["gen_ai.response.id"] == result.response_id
 
     assert tool.parent is not None and tool.parent.span_id == agent_span.context.span_id
     assert tool.attributes is not None
@@ -205,11 +207,11 @@ def test_score_histogram_and_outcome_counters(otel: Otel) -> None:
     histogram_points = [
         p
         for p in metrics["gen_ai.evaluation.score"].data.data_points
-        if p.attributes.get("gen_ai.evaluation.name") == "hallucination"
+        if (p.attributes or {}).get("gen_ai.evaluation.name") == "hallucination"
     ]
-    assert histogram_points and histogram_points[0].count >= 1
+    assert histogram_points and histogram_point(histogram_points[0]).count >= 1
     outcomes = {
-        p.attributes.get("agentscore.outcome")
+        (p.attributes or {}).get("agentscore.outcome")
         for p in metrics["agentscore.evaluation.runs"].data.data_points
     }
     assert "scored" in outcomes
@@ -256,14 +258,14 @@ def test_dropped_runs_are_counted_in_metrics(otel: Otel) -> None:
     data = otel.metrics.get_metrics_data()
     assert data is not None
     counted = sum(
-        point.value
+        number_point(point).value
         for resource in data.resource_metrics
         for scope in resource.scope_metrics
         for metric in scope.metrics
         if metric.name == "agentscore.evaluation.runs"
         for point in metric.data.data_points
-        if point.attributes.get("agentscore.outcome") == "dropped"
-        and point.attributes.get("gen_ai.evaluation.name") == "hallucination-dropped"
+        if (point.attributes or {}).get("agentscore.outcome") == "dropped"
+        and (point.attributes or {}).get("gen_ai.evaluation.name") == "hallucination-dropped"
     )
     assert counted == dropped
 

@@ -11,11 +11,12 @@ from opentelemetry import trace
 from agentscore import Agent, Evals, Runner, setup_telemetry
 from agentscore.judges import OpenAIJudge
 from agentscore.scorers import create_faithfulness_scorer
+from agentscore.telemetry import Telemetry
 from tests.http_collector import http_collector
 from tests.test_agent import agent_endpoint, judge_endpoint, lookup_order, tool_context
 
 
-def scored_agent(telemetry: object) -> Agent:
+def scored_agent(telemetry: Telemetry) -> Agent:
     scorer = create_faithfulness_scorer(
         OpenAIJudge("judge", client=judge_endpoint().client()), get_context=tool_context
     )
@@ -25,7 +26,7 @@ def scored_agent(telemetry: object) -> Agent:
         tools=[lookup_order],
         client=agent_endpoint().client(),
         evals=Evals(scorers=[scorer], runner=Runner()),
-        telemetry=telemetry,  # type: ignore[arg-type]
+        telemetry=telemetry,
     )
 
 
