@@ -36,14 +36,22 @@ import grpc
 import httpx
 from _machine import print_machine
 from opentelemetry.sdk.trace import ReadableSpan
-from serve import ORDER, Service, bodies, generations, judge_server, receiver, service
+from serve import (
+    ORDER,
+    Service,
+    bodies,
+    cpu_seconds,
+    generations,
+    judge_server,
+    receiver,
+    service,
+)
 
 from agentscore.judges import OpenAIJudge
 from agentscore.run import ScorerRun
 from agentscore.scorers import create_faithfulness_scorer
 from agentscore.serve.grpc_ingest import EXPORT_METHOD
 
-_TICKS = os.sysconf("SC_CLK_TCK")
 _RETRY = (grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.UNAVAILABLE)
 # Where a sampled stack spends its time: the first rule whose marker is in the stack wins.
 _CATEGORIES = (
@@ -77,11 +85,6 @@ class Run:
     @property
     def cores_busy(self) -> float:
         return self.cpu_seconds / self.elapsed
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / _TICKS  # utime + stime
 
 
 def send_all(target: str, payloads: list[bytes]) -> None:

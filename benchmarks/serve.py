@@ -8,6 +8,9 @@ worker processes, for a CPU-bound judge (the local one) and an I/O-bound one.
     stores a job for each generation before its 200. The judge (the scripted server, made
     to answer after an hour) holds the jobs it leases, so no scoring competes with ingest.
     Once with SQLite synchronous=FULL, once with NORMAL.
+    Then with NORMAL, alternately without and with `--forward` to the receiver (each request
+    also passed on, as a Collector's next hop would get it): spans/s and the service's CPU
+    per request, so the forward's own cost is the difference.
 (b) Scoring: N generations are sent (every one answered 200, so on disk), then the clock
     runs until every job was scored and its evaluation exported. With 2 workers the traces
     are split by trace id, as the Collector's loadbalancing exporter routes them. Judges:
@@ -42,6 +45,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 HERE = Path(__file__).resolve().parent
+_TICKS = os.sysconf("SC_CLK_TCK")
 ORDER = {"order": "1042", "status": "shipped", "carrier": "UPS", "eta": "2026-11-24"}
 
 
@@ -168,22 +172,47 @@ def post_all(url: str, payloads: list[bytes], threads: int = 2) -> None:
         worker.join()
 
 
-def ingest(tmp: Path, receiver_url: str, requests: int, synchronous: str, judge_url: str) -> float:
+def cpu_seconds(pid: int) -> float:
+    """The process's CPU time so far (user + system), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _TICKS
+
+
+@dataclass(frozen=True)
+class Ingest:
+    spans_per_second: float
+    cpu_ms_per_request: float  # the service's, for one request of 512 spans
+
+
+def ingest(
+    tmp: Path,
+    receiver_url: str,
+    requests: int,
+    synchronous: str,
+    judge_url: str,
+    *,
+    forward: bool = False,
+) -> Ingest:
+    """With `forward`, the service also passes each request on to the receiver (`--forward`)."""
     spans = generations(requests * 128)  # 4 spans each: 512 a request
     payloads = bodies(spans, 512)
     # Sampling 1: every generation becomes a job on disk. The judge never answers during the
     # run, so the jobs stay stored and scoring takes no CPU from ingest.
     env = {"BENCH_SAMPLING": "1", "BENCH_JUDGE_URL": judge_url}
-    with service(tmp, receiver_url, env, "--synchronous", synchronous) as running:
+    args = ["--synchronous", synchronous, *(["--forward", receiver_url] if forward else [])]
+    with service(tmp, receiver_url, env, *args) as running:
         url = running.url
         post_all(url, payloads[:2])  # warm-up
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), cpu_seconds(running.pid)
         post_all(url, payloads[2:])
         elapsed = time.perf_counter() - started
+        cpu = cpu_seconds(running.pid) - cpu
         health = httpx.get(f"{url}/healthz").json()
     assert health["generations_found"] == len(spans) // 4, health
     assert health["jobs_queued"] == len(spans) // 4, health
-    return (len(spans) - 2 * 512) / elapsed
+    assert health["forward_failures"] == 0, health
+    timed = len(payloads) - 2
+    return Ingest(timed * 512 / elapsed, 1000 * cpu / timed)
 
 
 def scoring(tmp: Path, receiver_url: str, count: int, workers: int, judge_url: str) -> float:
@@ -226,9 +255,18 @@ def main() -> None:
         tmp = Path(directory)
         with judge_server(3600) as stalled:
             for synchronous in ("FULL", "NORMAL"):
-                rate = ingest(tmp, receiver_url, args.ingest_requests, synchronous, stalled)
+                done = ingest(tmp, receiver_url, args.ingest_requests, synchronous, stalled)
                 print(f"ingest, sampling 1 (jobs stored), synchronous={synchronous}: "
-                      f"{rate:,.0f} spans/s")  # fmt: skip
+                      f"{done.spans_per_second:,.0f} spans/s, "
+                      f"{done.cpu_ms_per_request:.2f} CPU ms a request")  # fmt: skip
+            # --forward passes each request on to the receiver as well: what that costs.
+            for forward in (False, True, False, True):
+                done = ingest(
+                    tmp, receiver_url, args.ingest_requests, "NORMAL", stalled, forward=forward
+                )
+                print(f"ingest, NORMAL, {'with' if forward else 'without'} --forward: "
+                      f"{done.spans_per_second:,.0f} spans/s, "
+                      f"{done.cpu_ms_per_request:.2f} CPU ms a request")  # fmt: skip
         with judge_server(0.05) as scripted:
             for name, judge_url in (("local judge", ""), ("scripted judge, 50 ms", scripted)):
                 rates = [
