@@ -33,14 +33,15 @@ class _Deadline:
 
     def __init__(self, connection: HTTPConnection, at: float) -> None:
         self.at = at
-        self._connection = connection
+        # Dropped when done: a deadline waits in the heap until it comes due, and need not
+        # keep the connection (and its buffers) alive that long.
+        self._connection: HTTPConnection | None = connection
         self._lock = threading.Lock()
-        self._finished = False
         self.passed = False
 
     def cut(self) -> None:
         with self._lock:
-            if self._finished or self._connection.sock is None:
+            if self._connection is None or self._connection.sock is None:
                 return
             self.passed = True
             with contextlib.suppress(OSError):  # already closed: the read has ended anyway
@@ -48,7 +49,7 @@ class _Deadline:
 
     def done(self) -> None:
         with self._lock:
-            self._finished = True
+            self._connection = None
 
 
 class _Watchdog:
