@@ -194,10 +194,11 @@ class ServeApp:
         returns. Raises OtlpDecodeError (never worth a retry), OverBudget, ForwardError, or
         what the disk raised."""
         spans = decode_traces(body, content_type, encoding, max_size=self._max_body)
+        slim = None
         if self._forward_to is not None:
-            self._ingestor.check_room(spans)
+            slim = self._ingestor.check_room(spans)
             forward(self._forward_to, body, content_type, encoding)
-        self._ingestor.ingest(spans)
+        self._ingestor.ingest(spans, slim)
 
     def _health_report(self) -> dict[str, Any]:
         # Degraded is still 200: the service keeps taking work, which waits on disk.

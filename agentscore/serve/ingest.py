@@ -66,16 +66,21 @@ class Ingestor:
         """What the open traces hold (an upper estimate, the same in memory and on disk)."""
         return self._assembler.held_bytes
 
-    def check_room(self, spans: Sequence[SpanRecord]) -> None:
-        """Raise `OverBudget` unless `spans` fit the byte budget now (before forwarding)."""
+    def check_room(self, spans: Sequence[SpanRecord]) -> list[SpanRecord]:
+        """Raise `OverBudget` unless `spans` fit the byte budget now (before forwarding).
+        Returns them as `ingest` keeps them, for its `slim`: they are read once."""
+        slim = [_slim(span) for span in spans]
         with self._lock:
-            self._make_room([_slim(span) for span in spans])
+            self._make_room(slim)
+        return slim
 
-    def ingest(self, spans: Sequence[SpanRecord]) -> None:
+    def ingest(self, spans: Sequence[SpanRecord], slim: Sequence[SpanRecord] | None = None) -> None:
         """Read `spans` and commit what they change; returns once it is on disk. Raises
-        `OverBudget`, having kept nothing, when they do not fit the byte budget."""
-        with self._lock:
+        `OverBudget`, having kept nothing, when they do not fit the byte budget. `slim`:
+        what `check_room` returned for the same spans."""
+        if slim is None:
             slim = [_slim(span) for span in spans]
+        with self._lock:
             self._make_room(slim)
             now = time.monotonic()
             runs: list[ScorerRun] = []
