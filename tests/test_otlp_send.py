@@ -380,6 +380,9 @@ def test_a_header_no_request_can_carry_stops_the_start_without_echoing_it(
     )  # fmt: skip
     assert done.returncode == 2, done.stderr[-2000:]
     assert variable in done.stderr and "s3cr3t" not in done.stderr + done.stdout
+    # No judge check was started: its daemon thread logging while the refused start exits
+    # made the interpreter abort (exit -6) when it held stdout's lock.
+    assert "judge_check" not in done.stdout
 
 
 @contextmanager

@@ -190,9 +190,6 @@ def run_service(options: ServeOptions) -> int:
             "--header-timeout and --body-timeout must be positive, --max-connections at least 1"
         )
     evals = load_evals(options.scorers)
-    # In the background: a judge that is down at start may be up a minute later, and the
-    # queue keeps the work until then, so the service starts whatever the check finds.
-    threading.Thread(target=log_judge_checks, args=(evals,), daemon=True).start()
     app = build_service(options, evals)
     if not _loopback(options.host) and app.ingest_token is None:
         _log.warning(
@@ -231,7 +228,21 @@ def run_service(options: ServeOptions) -> int:
     # generation was collected every fourth score (GC time over 4,000 scores: 0.38 s at the
     # default, 0.13 s at 10,000). Cycles wait a little longer to be freed; nothing else does.
     gc.set_threshold(10_000, 10, 10)
-    _DrainingServer(config, app, options.drain_timeout).run()
+    # In the background: a judge that is down at start may be up a minute later, and the
+    # queue keeps the work until then, so the service starts whatever the check finds.
+    # Started only once the configuration has held: a daemon thread still writing its log
+    # line while a refused start exits makes the interpreter abort at shutdown (exit -6,
+    # not the documented 2), since it holds stdout's lock.
+    judge_checks = threading.Thread(
+        target=log_judge_checks, args=(evals,), name="agentscore-judge-check", daemon=True
+    )
+    judge_checks.start()
+    try:
+        _DrainingServer(config, app, options.drain_timeout).run()
+    finally:
+        # The same hazard at a stop right after the start (a taken port, an early signal):
+        # the check's own bound is 20 s a judge, so wait a little and no longer.
+        judge_checks.join(timeout=1.0)
     return 0
 
 
