@@ -4,7 +4,8 @@ CPU per score, measured in process on the service's own pieces.
 - telemetry: what the worker emits for one score, with the exporters the service builds
   (its outbox, keyed span ids), a meter provider and the service's counters: the evaluation
   span, the judge's chat span with its reply, the gen_ai.evaluation.result log record, the
-  score metrics, and the three counts a score adds (judge requests, tokens, scored).
+  score metrics, and the three counts a score adds (judge requests, tokens, scored); with
+  the service's own tracer and with the SDK's (alternated, same run).
 - a queued job handed out: `SqliteQueue.due_jobs` and `delete_jobs` per job, for jobs just
   queued (their runs kept in memory) and for the same jobs after a reopen (a restart: each
   run parsed from its row), same run, so the ratio is what the kept runs save.
@@ -24,12 +25,15 @@ from pathlib import Path
 
 from _evaluation import emit_evaluation, sample_result
 from _machine import print_machine
+from opentelemetry import trace
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 
 from agentscore.messages import Message
 from agentscore.run import ScorerRun
-from agentscore.serve.export import Exporters, build_exporters, keyed_ids
+from agentscore.serve.export import Exporters, _KeyedIdGenerator, build_exporters, keyed_ids
 from agentscore.serve.queue import Commit, JobKey, SqliteQueue
 from agentscore.serve.stats import ServiceStats
 from agentscore.telemetry import Telemetry
@@ -38,11 +42,29 @@ ROUNDS = 5
 ORDER = json.dumps({"order": 1042, "items": [{"sku": f"A{i}", "qty": i} for i in range(20)]})
 
 
-def telemetry_per_score(exporters: Exporters, scores: int) -> float:
-    meter_provider = MeterProvider(metric_readers=[InMemoryMetricReader()])
-    telemetry = Telemetry(
-        exporters.tracer_provider, exporters.logger_provider, meter_provider=meter_provider
+def sdk_tracer_provider() -> TracerProvider:
+    """What the service used before its own tracer: the SDK's, into a list as its outbox."""
+    spans: list[ReadableSpan] = []
+
+    class ToList(SpanProcessor):
+        def on_end(self, span: ReadableSpan) -> None:
+            spans.append(span)
+            if len(spans) > 1000:
+                spans.clear()
+
+    provider = TracerProvider(
+        resource=Resource.create({"service.name": "agentscore-serve"}),
+        id_generator=_KeyedIdGenerator(),
     )
+    provider.add_span_processor(ToList())
+    return provider
+
+
+def telemetry_per_score(
+    exporters: Exporters, tracer_provider: trace.TracerProvider, scores: int
+) -> float:
+    meter_provider = MeterProvider(metric_readers=[InMemoryMetricReader()])
+    telemetry = Telemetry(tracer_provider, exporters.logger_provider, meter_provider=meter_provider)
     stats = ServiceStats(meter_provider, depth=lambda: 0, oldest_age=lambda: 0.0)
     run = ScorerRun(
         input="Where is order 1042?",
@@ -128,8 +150,20 @@ def main() -> None:
     os.environ.pop("OTEL_EXPORTER_OTLP_ENDPOINT", None)
     with tempfile.TemporaryDirectory() as tmp:
         exporters = build_exporters(Path(tmp) / "evaluations.jsonl")
-        print(f"telemetry per score: {telemetry_per_score(exporters, args.scores):.1f} µs")
+        arms = {
+            "the service's tracer": exporters.tracer_provider,
+            "the SDK's": sdk_tracer_provider(),
+        }
+        figures: dict[str, list[float]] = {name: [] for name in arms}
+        for _ in range(3):  # alternated, so a change in the machine's load touches both
+            for name, provider in arms.items():
+                figures[name].append(telemetry_per_score(exporters, provider, args.scores))
         exporters.shutdown()
+        ours, sdk = (statistics.median(values) for values in figures.values())
+        print(
+            f"telemetry per score: {ours:.1f} µs with the service's tracer, {sdk:.1f} µs with "
+            f"the SDK's, ×{sdk / ours:.2f}"
+        )
         fresh, reopened = job_hand_out(Path(tmp), args.jobs)
     print(
         f"a queued job handed out and deleted: {fresh:.1f} µs just queued (run kept in "

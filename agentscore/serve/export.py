@@ -31,7 +31,7 @@ from opentelemetry.sdk._logs.export import LogRecordExportResult
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExportResult
 from opentelemetry.sdk.trace.id_generator import IdGenerator, RandomIdGenerator
 
@@ -43,6 +43,7 @@ from agentscore.serve.otlp_send import (
     without_credentials,
 )
 from agentscore.serve.queue import JobKey
+from agentscore.serve.spans import RecordingTracerProvider
 from agentscore.telemetry.setup import JsonlExporter
 
 __all__ = ["Exporters", "build_exporters", "keyed_ids"]
@@ -120,14 +121,6 @@ class _Outbox(Generic[_Item]):
         return not unsent
 
 
-class _SpansToOutbox(SpanProcessor):
-    def __init__(self, outbox: _Outbox[ReadableSpan]) -> None:
-        self.outbox = outbox
-
-    def on_end(self, span: ReadableSpan) -> None:
-        self.outbox.add(span)
-
-
 class _LogsToOutbox(LogRecordProcessor):
     def __init__(self, outbox: _Outbox[ReadableLogRecord]) -> None:
         self.outbox = outbox
@@ -151,7 +144,7 @@ class _LogsToOutbox(LogRecordProcessor):
 
 @dataclass
 class Exporters:
-    tracer_provider: TracerProvider
+    tracer_provider: RecordingTracerProvider
     logger_provider: LoggerProvider
     meter_provider: MeterProvider | None
     destination: str
@@ -176,7 +169,6 @@ class Exporters:
 def build_exporters(jsonl_path: str | Path, service_name: str = "agentscore-serve") -> Exporters:
     """OTLP/HTTP for each signal an OTEL_EXPORTER_OTLP_* endpoint covers, else JSONL."""
     resource = Resource.create({"service.name": service_name})
-    tracer_provider = TracerProvider(resource=resource, id_generator=_KeyedIdGenerator())
     logger_provider = LoggerProvider(resource=resource)
     meter_provider: MeterProvider | None = None
     logs: _Outbox[ReadableLogRecord] | None = None
@@ -208,7 +200,7 @@ def build_exporters(jsonl_path: str | Path, service_name: str = "agentscore-serv
         )
         destination = str(Path(jsonl_path).resolve())
         close = jsonl.shutdown
-    tracer_provider.add_span_processor(_SpansToOutbox(spans))
+    tracer_provider = RecordingTracerProvider(resource, _KeyedIdGenerator(), spans.add)
     if logs is not None:
         logger_provider.add_log_record_processor(_LogsToOutbox(logs))
     return Exporters(
