@@ -9,6 +9,8 @@ CPU per score, measured in process on the service's own pieces.
 - a queued job handed out: `SqliteQueue.due_jobs` and `delete_jobs` per job, for jobs just
   queued (their runs kept in memory) and for the same jobs after a reopen (a restart: each
   run parsed from its row), same run, so the ratio is what the kept runs save.
+- a job's rows: queued, its result stored and its row deleted, in the batches the service
+  writes them in, with `--synchronous FULL`.
 
 CPU time, median of 5 rounds. Usage: python benchmarks/serve_parts.py [--scores N]
 """
@@ -141,6 +143,27 @@ def job_hand_out(directory: Path, jobs: int) -> tuple[float, float]:
     return statistics.median(fresh), statistics.median(reopened)
 
 
+def job_rows(directory: Path, jobs: int) -> float:
+    """µs of CPU per job for its rows, median of ROUNDS: queued (128 to a commit, as one
+    512-span request brings them), its result stored and its row deleted (32 to a
+    transaction, an export's batch), with the service's default `--synchronous FULL`."""
+    made = queued_jobs(jobs)
+    results = [(key, sample_result(run, index)) for index, (key, run) in enumerate(made)]
+    times = []
+    for round_ in range(ROUNDS):
+        queue = SqliteQueue(directory / f"rows-{round_}.db", synchronous="FULL")
+        started = time.process_time()
+        for start in range(0, jobs, 128):
+            queue.commit(Commit(jobs=made[start : start + 128]))
+        for start in range(0, jobs, 32):
+            queue.store_results(results[start : start + 32])
+        for start in range(0, jobs, 32):
+            queue.delete_jobs([key for key, _ in results[start : start + 32]])
+        times.append((time.process_time() - started) / jobs * 1e6)
+        queue.close()
+    return statistics.median(times)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--scores", type=int, default=4000)
@@ -165,11 +188,13 @@ def main() -> None:
             f"the SDK's, ×{sdk / ours:.2f}"
         )
         fresh, reopened = job_hand_out(Path(tmp), args.jobs)
+        rows = job_rows(Path(tmp), args.jobs)
     print(
         f"a queued job handed out and deleted: {fresh:.1f} µs just queued (run kept in "
         f"memory), {reopened:.1f} µs after a reopen (run parsed from its row), "
         f"×{reopened / fresh:.2f}"
     )
+    print(f"a job's rows (queued, result stored, deleted): {rows:.1f} µs")
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from agentscore.errors import ConfigurationError
 from agentscore.evals import Evals
 from agentscore.judges import LocalJudge
+from agentscore.result import ScoreResult, ScoreStatus
 from agentscore.run import ScorerRun
 from agentscore.scorers import create_faithfulness_scorer
 from agentscore.serve.budget import JudgeBudget
@@ -111,6 +113,59 @@ def test_the_queue_keeps_open_traces_and_jobs_across_a_reopen(tmp_path: Path) ->
     assert reopened.depth == 0
     assert reopened.stored_spans() == []
     assert reopened.emitted() == set()
+
+
+# The jobs table as queue files had it until 2026-11-24, and before results were stored.
+_JOBS_WITHOUT_ROWID = """
+CREATE TABLE jobs (trace_id TEXT NOT NULL, span_id TEXT NOT NULL, scorer_id TEXT NOT NULL,
+                   run TEXT NOT NULL, created REAL NOT NULL,
+                   attempts INTEGER NOT NULL DEFAULT 0, not_before REAL NOT NULL DEFAULT 0,
+                   {result}PRIMARY KEY (trace_id, span_id, scorer_id)) WITHOUT ROWID;
+CREATE INDEX jobs_by_age ON jobs (created);
+"""
+
+
+@pytest.mark.parametrize("result_column", [True, False], ids=["with results", "older"])
+def test_a_queue_file_with_the_old_jobs_table_keeps_every_job(
+    tmp_path: Path, result_column: bool
+) -> None:
+    path = tmp_path / "q.db"
+    runs = [ScorerRun(run_id=f"r{n}", output=f"answer {n}") for n in range(3)]
+    keys = [(f"{n + 1:032x}", f"{n + 1:016x}", "faithfulness") for n in range(3)]
+    old = sqlite3.connect(path)
+    old.executescript(_JOBS_WITHOUT_ROWID.format(result="result TEXT, " if result_column else ""))
+    old.executemany(
+        "INSERT INTO jobs (trace_id, span_id, scorer_id, run, created, attempts) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        [
+            (*key, run.model_dump_json(), 100.0 + n, n)
+            for n, (key, run) in enumerate(zip(keys, runs, strict=True))
+        ],
+    )
+    old.commit()
+    old.close()
+    queue = SqliteQueue(path)
+    definition = queue._db.execute("SELECT sql FROM sqlite_master WHERE name = 'jobs'").fetchone()
+    assert "WITHOUT ROWID" not in definition[0]
+    indexes = {row[1] for row in queue._db.execute("PRAGMA index_list(jobs)")}
+    assert "jobs_by_age" in indexes
+    assert queue.depth == 3
+    jobs = queue.due_jobs(10, set())
+    assert [(job.key, job.run, job.created, job.attempts) for job in jobs] == [
+        (key, run, 100.0 + n, n) for n, (key, run) in enumerate(zip(keys, runs, strict=True))
+    ]
+    assert queue.commit(Commit(jobs=[(keys[0], runs[0])])) == 0  # still unique by key
+    result = ScoreResult(
+        scorer_id="faithfulness", run_id="r0", status=ScoreStatus.SCORED, score=1.0
+    )
+    queue.store_results([(keys[0], result)])
+    queue.delete_jobs([keys[1]])
+    queue.close()
+    reopened = SqliteQueue(path)  # moved once: the second open finds the new table
+    assert [(job.key, job.result) for job in reopened.due_jobs(10, set())] == [
+        (keys[0], result),
+        (keys[2], None),
+    ]
 
 
 def test_a_queued_run_is_handed_out_from_memory_as_its_row_would_give_it(
