@@ -3,8 +3,8 @@
 It runs on its own thread and event loop, so a CPU-bound judge (the local one) does not stall
 the HTTP side more than the GIL makes it. Jobs are taken oldest first, up to `concurrency` in
 flight, while the judge budget allows. What finished jobs emitted is exported together, in the
-background (when twice `concurrency` have finished, when nothing else is in flight, or
-every 0.2 s), and only once the backend took it are their rows deleted.
+background (when 6 x `concurrency` have finished, when nothing else is in flight, or
+every 0.5 s), and only once the backend took it are their rows deleted.
 
 Every outage delays work and never loses or repeats it:
 - the judge failing for a passing reason: the job stays on disk and is tried again with
@@ -51,11 +51,13 @@ __all__ = ["ScoringWorker"]
 _log = structlog.get_logger("agentscore.serve")
 _IDLE_POLL = 0.05
 _EXPIRE_EVERY = 1.0
-_EXPORT_EVERY = 0.2
+_EXPORT_EVERY = 0.5
 # Finished jobs (in `concurrency`s) that start an export: each export costs two requests and
-# two synced transactions whatever it carries, so a busy service sends large batches.
-_EXPORT_BATCH = 2
-_MAX_UNEXPORTED = 4
+# two synced transactions whatever it carries, so a busy service sends large batches. At
+# 280 scores/s, 2 and 0.2 s made 191 POSTs per 3,000 scores (0.7 ms of CPU each, through
+# `requests`); 6 and 0.5 s make 67, and an evaluation reaches the backend within about 0.5 s.
+_EXPORT_BATCH = 6
+_MAX_UNEXPORTED = 12
 # Backoff for the worker's own retries: of a failed export, of a row that cannot be written.
 _STORAGE_RETRY = RetryPolicy(first_delay=0.5, max_delay=30.0, window=None)
 
