@@ -4,7 +4,7 @@ exception's message, which it never records."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 from opentelemetry import trace
@@ -201,9 +201,11 @@ def test_an_exception_is_recorded_by_its_type_only() -> None:
     secret = "sk-live-0123456789abcdef"
 
     def fail(tracer: trace.Tracer) -> None:
-        with pytest.raises(RuntimeError):
-            with tracer.start_as_current_span("evaluation", set_status_on_exception=False):
-                raise RuntimeError(f"judge said: bad key {secret}")
+        with (
+            pytest.raises(RuntimeError),
+            tracer.start_as_current_span("evaluation", set_status_on_exception=False),
+        ):
+            raise RuntimeError(f"judge said: bad key {secret}")
 
     (span,) = our_spans(fail, SpanLimits())
     (event,) = span.events
@@ -233,15 +235,12 @@ def test_the_current_span_is_the_open_one() -> None:
     assert after is not outer
 
 
-@pytest.fixture
-def limit_variables(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def test_the_limits_come_from_the_environment_as_the_sdks_do(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT", "2")
     monkeypatch.setenv("OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT", "5")
-    yield
 
-
-@pytest.mark.usefixtures("limit_variables")
-def test_the_limits_come_from_the_environment_as_the_sdks_do() -> None:
     def three(tracer: trace.Tracer) -> None:
         span = tracer.start_span("s", start_time=1)
         span.set_attributes({"a": "123456789", "b": 1, "c": 2})
