@@ -1,12 +1,13 @@
 """Where evaluations go: OTLP/HTTP per the standard OTEL_EXPORTER_OTLP_* variables, else JSONL.
 
-Spans and log records wait in an outbox until the worker exports a batch and learns whether
-the backend took it: a job row is deleted only after that, and what the backend did not take
-stays in the outbox for the next export (`OtlpSender.deliver` says what that is, and leaves
-out the one evaluation a backend refuses as too large on its own). A re-export after a crash
-must not become a second evaluation, so the evaluation span (and the judge spans under it)
-take ids derived from the job's key: a backend then receives the same span again, not a new
-one.
+The service's own tracer and logger (`spans.py`, `log_records.py`) record what the pipeline
+emits and hand it on as the SDK's readable spans and records. They wait in an outbox until
+the worker exports a batch and learns whether the backend took it: a job row is deleted only
+after that, and what the backend did not take stays in the outbox for the next export
+(`OtlpSender.deliver` says what that is, and leaves out the one evaluation a backend refuses
+as too large on its own). A re-export after a crash must not become a second evaluation, so
+the evaluation span (and the judge spans under it) take ids derived from the job's key: a
+backend then receives the same span again, not a new one.
 """
 
 from __future__ import annotations
@@ -21,12 +22,7 @@ from pathlib import Path
 from typing import Generic, TypeVar
 
 import structlog
-from opentelemetry.sdk._logs import (
-    LoggerProvider,
-    LogRecordProcessor,
-    ReadableLogRecord,
-    ReadWriteLogRecord,
-)
+from opentelemetry.sdk._logs import ReadableLogRecord
 from opentelemetry.sdk._logs.export import LogRecordExportResult
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
@@ -35,6 +31,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExportResult
 from opentelemetry.sdk.trace.id_generator import IdGenerator, RandomIdGenerator
 
+from agentscore.serve.log_records import RecordingLoggerProvider
 from agentscore.serve.otlp_encode import encode_logs, encode_spans
 from agentscore.serve.otlp_send import (
     OtlpSender,
@@ -121,31 +118,10 @@ class _Outbox(Generic[_Item]):
         return not unsent
 
 
-class _LogsToOutbox(LogRecordProcessor):
-    def __init__(self, outbox: _Outbox[ReadableLogRecord]) -> None:
-        self.outbox = outbox
-
-    def on_emit(self, log_record: ReadWriteLogRecord) -> None:
-        self.outbox.add(
-            ReadableLogRecord(
-                log_record=log_record.log_record,
-                resource=log_record.resource or Resource.create({}),
-                instrumentation_scope=log_record.instrumentation_scope,
-                limits=log_record.limits,
-            )
-        )
-
-    def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        return True
-
-    def shutdown(self) -> None:
-        pass
-
-
 @dataclass
 class Exporters:
     tracer_provider: RecordingTracerProvider
-    logger_provider: LoggerProvider
+    logger_provider: RecordingLoggerProvider
     meter_provider: MeterProvider | None
     destination: str
     _spans: _Outbox[ReadableSpan]
@@ -169,7 +145,6 @@ class Exporters:
 def build_exporters(jsonl_path: str | Path, service_name: str = "agentscore-serve") -> Exporters:
     """OTLP/HTTP for each signal an OTEL_EXPORTER_OTLP_* endpoint covers, else JSONL."""
     resource = Resource.create({"service.name": service_name})
-    logger_provider = LoggerProvider(resource=resource)
     meter_provider: MeterProvider | None = None
     logs: _Outbox[ReadableLogRecord] | None = None
     close: Callable[[], None]
@@ -201,8 +176,10 @@ def build_exporters(jsonl_path: str | Path, service_name: str = "agentscore-serv
         destination = str(Path(jsonl_path).resolve())
         close = jsonl.shutdown
     tracer_provider = RecordingTracerProvider(resource, _KeyedIdGenerator(), spans.add)
-    if logs is not None:
-        logger_provider.add_log_record_processor(_LogsToOutbox(logs))
+    # A backend without a logs endpoint gets evaluations as spans only: records go nowhere.
+    logger_provider = RecordingLoggerProvider(
+        resource, logs.add if logs is not None else lambda _: None
+    )
     return Exporters(
         tracer_provider, logger_provider, meter_provider, destination, spans, logs, close
     )
