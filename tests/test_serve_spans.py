@@ -115,6 +115,16 @@ def over_the_limits(tracer: trace.Tracer) -> None:
     span.end(end_time=2)
 
 
+def links_past_their_limits(tracer: trace.Tracer) -> None:
+    nowhere = SpanContext(0, 0, is_remote=False)
+    links = [Link(nowhere)]  # points at nothing: dropped
+    links += [
+        Link(SpanContext(n + 1, n + 1, is_remote=True), {"a": n, "b": "v" * 30}) for n in range(4)
+    ]
+    span = tracer.start_span("linked", links=links, start_time=1)
+    span.end(end_time=2)
+
+
 def statuses_parents_and_nesting(tracer: trace.Tracer) -> None:
     remote = trace.set_span_in_context(NonRecordingSpan(REMOTE_PARENT))
     with tracer.start_as_current_span(
@@ -157,6 +167,8 @@ def fields(span: ReadableSpan) -> dict[str, object]:
             (event.name, dict(event.attributes or {}), event.timestamp) for event in span.events
         ],
         "links": [(link.context, dict(link.attributes or {})) for link in span.links],
+        "dropped_links": span.dropped_links,
+        "dropped_events": span.dropped_events,
         "status": (status.status_code, status.description),
         "resource": span.resource.attributes,
         "scope": span.instrumentation_scope,
@@ -166,14 +178,25 @@ def fields(span: ReadableSpan) -> dict[str, object]:
 LIMITS = {
     "defaults": SpanLimits(),
     "tight": SpanLimits(
-        max_span_attributes=4, max_attribute_length=12, max_events=3, max_event_attributes=1
+        max_span_attributes=4,
+        max_attribute_length=12,
+        max_events=3,
+        max_event_attributes=1,
+        max_links=2,
+        max_link_attributes=1,
     ),
 }
 
 
 @pytest.mark.parametrize("limits", LIMITS.values(), ids=LIMITS.keys())
 @pytest.mark.parametrize(
-    "calls", [attributes_of_every_kind, over_the_limits, statuses_parents_and_nesting]
+    "calls",
+    [
+        attributes_of_every_kind,
+        over_the_limits,
+        links_past_their_limits,
+        statuses_parents_and_nesting,
+    ],
 )
 def test_the_same_calls_give_the_sdks_spans(
     calls: Callable[[trace.Tracer], None], limits: SpanLimits

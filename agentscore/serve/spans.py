@@ -109,7 +109,7 @@ class _Tracer(trace.Tracer):
             self._scope,
             provider,
             start_time if start_time is not None else time.time_ns(),
-            tuple(links or ())[: provider._limits.max_links],
+            _bounded_links(links, provider._limits),
         )
         if attributes:
             span.set_attributes(attributes)
@@ -148,7 +148,7 @@ class _Span(trace.Span):
         scope: InstrumentationScope,
         provider: RecordingTracerProvider,
         start_time: int,
-        links: tuple[Link, ...],
+        links: BoundedList[Link],
     ) -> None:
         self._name = name
         self._context = context
@@ -278,3 +278,22 @@ class _Span(trace.Span):
                 instrumentation_scope=self._scope,
             )
         )
+
+
+def _bounded_links(links: Sequence[Link] | None, limits: SpanLimits) -> BoundedList[Link]:
+    """As the SDK keeps links: a link with nothing to point at is dropped, each link's
+    attributes are bounded, and past the limit the oldest link goes."""
+    kept = [
+        Link(
+            link.context,
+            BoundedAttributes(
+                limits.max_link_attributes,
+                link.attributes,
+                immutable=True,
+                max_value_len=limits.max_attribute_length,
+            ),
+        )
+        for link in links or ()
+        if link.context.is_valid or link.attributes or link.context.trace_state
+    ]
+    return BoundedList.from_seq(limits.max_links, kept)
