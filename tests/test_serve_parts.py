@@ -168,6 +168,36 @@ def test_a_queue_file_with_the_old_jobs_table_keeps_every_job(
     ]
 
 
+def test_a_move_that_fails_midway_leaves_the_old_table_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As a full disk or a kill midway would: the copy fails after the old table was
+    renamed and the new one made; the transaction takes both back."""
+    path = tmp_path / "q.db"
+    old = sqlite3.connect(path)
+    old.executescript(_JOBS_WITHOUT_ROWID.format(result="result TEXT, "))
+    run = ScorerRun(run_id="r", output="answer")
+    key = (f"{1:032x}", f"{1:016x}", "faithfulness")
+    old.execute(
+        "INSERT INTO jobs (trace_id, span_id, scorer_id, run, created) VALUES (?, ?, ?, ?, ?)",
+        (*key, run.model_dump_json(), 100.0),
+    )
+    old.commit()
+    old.close()
+    monkeypatch.setattr("agentscore.serve.queue._JOB_COLUMNS", "trace_id, no_such_column")
+    with pytest.raises(sqlite3.OperationalError):
+        SqliteQueue(path)
+    check = sqlite3.connect(path)
+    tables = dict(check.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'"))
+    assert "WITHOUT ROWID" in tables["jobs"] and "jobs_without_rowid" not in tables
+    assert check.execute("SELECT COUNT(*) FROM jobs").fetchone() == (1,)
+    check.close()
+    monkeypatch.undo()
+    queue = SqliteQueue(path)  # the next start moves it
+    assert [(job.key, job.run) for job in queue.due_jobs(10, set())] == [(key, run)]
+    queue.close()
+
+
 def test_a_queued_run_is_handed_out_from_memory_as_its_row_would_give_it(
     tmp_path: Path,
 ) -> None:

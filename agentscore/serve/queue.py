@@ -96,16 +96,27 @@ class SqliteQueue:
         self.path = Path(path)
         self._lock = threading.Lock()
         self._owner = _own(self.path)
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute(f"PRAGMA synchronous={synchronous}")
-        self._db.executescript(_SCHEMA)
-        columns = {row[1] for row in self._db.execute("PRAGMA table_info(jobs)")}
-        if "result" not in columns:  # a queue file from before results were stored
-            self._db.execute("ALTER TABLE jobs ADD COLUMN result TEXT")
-        self._move_jobs_to_a_rowid_table()
-        self._spans = self._count("spans")
-        self._jobs = self._count("jobs")
+        try:
+            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        except BaseException:
+            os.close(self._owner)
+            raise
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute(f"PRAGMA synchronous={synchronous}")
+            self._db.executescript(_SCHEMA)
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(jobs)")}
+            if "result" not in columns:  # a queue file from before results were stored
+                self._db.execute("ALTER TABLE jobs ADD COLUMN result TEXT")
+            self._move_jobs_to_a_rowid_table()
+            self._spans = self._count("spans")
+            self._jobs = self._count("jobs")
+        except BaseException:
+            # A queue that could not be opened (a full disk, a damaged file) lets go of its
+            # file and its lock: held, the next open in this process found it "in use".
+            self._db.close()
+            os.close(self._owner)
+            raise
         self._queued_runs = RecentValues[ScorerRun](entries=_KEPT_RUNS, size=_KEPT_RUN_CHARACTERS)
 
     @property
