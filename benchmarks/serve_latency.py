@@ -21,10 +21,12 @@ With `--load N`, N busy processes spin during a second pass ("loaded"); the firs
 
 `--after-ms` adds that much Python work to every request after the submit (rendering and
 writing the answer, in a real handler), the stretch a scoring thread woken at submit
-competes with for the GIL.
+competes with for the GIL. `--gc-freeze` has every agent call `gc.freeze()` once set up,
+as a latency-tuned agent does: the process-wide pauses of full collections (80 to 150 ms,
+a handful per arm) then stop deciding each arm's p99.
 
 Usage: python benchmarks/serve_latency.py [--rate R] [--seconds S] [--rounds N] [--load N]
-                                          [--after-ms MS]
+                                          [--after-ms MS] [--gc-freeze] [--loaded-only]
 """
 
 from __future__ import annotations
@@ -67,6 +69,8 @@ def measure(
     command = [sys.executable, str(HERE / "_latency_agent.py"), "--arm", arm, *extra]
     command += ["--traces", traces, "--rate", str(args.rate), "--seconds", str(args.seconds)]
     command += ["--after-ms", str(args.after_ms)]
+    if args.gc_freeze:
+        command.append("--gc-freeze")
     environment = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     done = subprocess.run(command, capture_output=True, text=True, env=environment, check=True)
     result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
@@ -116,6 +120,7 @@ def one_pass(label: str, urls: dict[str, str], args: argparse.Namespace) -> None
     print(
         f"\n{label}: {args.rate:g} requests/s, {args.rounds} x {args.seconds:g} s per arm, "
         f"{args.after_ms:g} ms of work after submit"
+        + (", gc.freeze() in every agent" if args.gc_freeze else "")
     )
     head = f"{'ms':<16}{'p50':>8}{'p90':>8}{'p99':>8}{'+p50':>8}{'+p90':>8}{'+p99':>8}"
     print(f"{head}{'requests':>10}{'CPU/req':>9}{'load 1m':>9}  full GCs (max ms)")
@@ -144,13 +149,22 @@ def main() -> None:
     parser.add_argument(
         "--after-ms", type=float, default=0.0, help="Python work in each request after submit"
     )
+    parser.add_argument(
+        "--gc-freeze",
+        action="store_true",
+        help="every agent calls gc.freeze() once set up (full GC pauses then stop deciding p99)",
+    )
+    parser.add_argument("--loaded-only", action="store_true", help="skip the quiet pass")
     args = parser.parse_args()
+    if args.loaded_only and not args.load:
+        parser.error("--loaded-only needs --load N")
     print_machine()
     with tempfile.TemporaryDirectory() as directory, receiver() as receiver_url:
         env = {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true"}
         with service(Path(directory), receiver_url, env) as running:
             urls = {"receiver": receiver_url, "serve": running.url}
-            one_pass("as found", urls, args)
+            if not args.loaded_only:
+                one_pass("as found", urls, args)
             if args.load:
                 with cpu_load(args.load):
                     one_pass(f"loaded (+{args.load} busy processes)", urls, args)
