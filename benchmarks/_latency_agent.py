@@ -3,10 +3,11 @@
 The agent calls a scripted model through the `openai` client (in-process `ScriptedEndpoint`,
 zero latency: one tool call, then the answer), records GenAI-convention spans by hand as a
 framework's instrumentation would, and exports them with the SDK's BatchSpanProcessor and
-OTLP/HTTP exporter to `--traces`. Requests start on a fixed schedule (open loop: a slow request does
-not delay the next one's start), and each latency runs from its scheduled start to its
-answer, so time spent waiting behind the scorer counts. Prints one JSON object: the
-latencies in microseconds and what the in-process scorer scored.
+OTLP/HTTP exporter to `--traces` (or agentscore's, `--exporter agentscore`). Requests start
+on a fixed schedule (open loop: a slow request does not delay the next one's start), and
+each latency runs from its scheduled start to its answer, so time spent waiting behind the
+scorer counts. Prints one JSON object: the latencies in microseconds and what the in-process
+scorer scored.
 
 Arms: `none` (spans only), `submit` (`Evals.submit` inside the request, after the answer
 is ready), `processor` (a `ScoringSpanProcessor` on the agent's tracer provider); the
@@ -30,6 +31,7 @@ from agentscore import Evals, Runner, ScoringSpanProcessor, Telemetry
 from agentscore.judges import LocalJudge
 from agentscore.pipeline import runner as runner_module
 from agentscore.scorers import create_faithfulness_scorer
+from agentscore.telemetry.otlp import OtlpSpanExporter
 from agentscore.testing import ScriptedEndpoint, chat_completion
 
 ANSWER = "Order 42 shipped on May 2 and arrives on May 5."
@@ -134,6 +136,12 @@ async def main() -> None:
     parser.add_argument("--linger", type=float, help="replaces runner.HANDOVER_LINGER (s)")
     parser.add_argument("--after-ms", type=float, default=0.0, help="CPU work after submit")
     parser.add_argument(
+        "--exporter",
+        choices=("sdk", "agentscore"),
+        default="sdk",
+        help="the span exporter: the SDK's OTLP/HTTP one or agentscore.telemetry.otlp's",
+    )
+    parser.add_argument(
         "--gc-freeze", action="store_true", help="gc.freeze() once set up, as a tuned agent does"
     )
     args = parser.parse_args()
@@ -141,7 +149,8 @@ async def main() -> None:
         runner_module.HANDOVER_LINGER = args.linger  # 0: the hand-over as it was before
 
     provider = TracerProvider()
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(args.traces)))
+    exporter = OtlpSpanExporter if args.exporter == "agentscore" else OTLPSpanExporter
+    provider.add_span_processor(BatchSpanProcessor(exporter(args.traces)))
     telemetry = Telemetry(tracer_provider=provider, capture_content=True)
     runner = Runner(max_queue=100_000, concurrency=4)
     evals = Evals(scorers=[create_faithfulness_scorer(LocalJudge())], runner=runner,

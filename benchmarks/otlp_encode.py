@@ -1,5 +1,5 @@
 """OTLP protobuf encoding of `agentscore serve`'s evaluations: the OpenTelemetry SDK's encoders
-against agentscore.serve.otlp_encode, in µs per evaluation.
+against agentscore.telemetry.otlp_encode, in µs per evaluation.
 
 An evaluation is what serve exports per scored run: the evaluation span, the judge's chat span
 under it, and the gen_ai.evaluation.result log record, made by agentscore.telemetry's own
@@ -33,8 +33,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from agentscore.messages import Message
 from agentscore.run import ScorerRun
-from agentscore.serve.otlp_encode import encode_logs, encode_spans
 from agentscore.telemetry import Telemetry
+from agentscore.telemetry.otlp_encode import encode_logs, encode_spans
 
 ROUNDS = 5
 BATCH = 64

@@ -23,10 +23,12 @@ With `--load N`, N busy processes spin during a second pass ("loaded"); the firs
 writing the answer, in a real handler), the stretch a scoring thread woken at submit
 competes with for the GIL. `--gc-freeze` has every agent call `gc.freeze()` once set up,
 as a latency-tuned agent does: the process-wide pauses of full collections (80 to 150 ms,
-a handful per arm) then stop deciding each arm's p99.
+a handful per arm) then stop deciding each arm's p99. `--exporter agentscore` gives every
+agent `agentscore.telemetry.otlp.OtlpSpanExporter` instead of the SDK's OTLP/HTTP exporter.
 
 Usage: python benchmarks/serve_latency.py [--rate R] [--seconds S] [--rounds N] [--load N]
                                           [--after-ms MS] [--gc-freeze] [--loaded-only]
+                                          [--exporter sdk|agentscore]
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ def measure(
 ) -> dict[str, object]:
     command = [sys.executable, str(HERE / "_latency_agent.py"), "--arm", arm, *extra]
     command += ["--traces", traces, "--rate", str(args.rate), "--seconds", str(args.seconds)]
-    command += ["--after-ms", str(args.after_ms)]
+    command += ["--after-ms", str(args.after_ms), "--exporter", args.exporter]
     if args.gc_freeze:
         command.append("--gc-freeze")
     environment = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
@@ -121,6 +123,7 @@ def one_pass(label: str, urls: dict[str, str], args: argparse.Namespace) -> None
         f"\n{label}: {args.rate:g} requests/s, {args.rounds} x {args.seconds:g} s per arm, "
         f"{args.after_ms:g} ms of work after submit"
         + (", gc.freeze() in every agent" if args.gc_freeze else "")
+        + f", {args.exporter} span exporter"
     )
     head = f"{'ms':<16}{'p50':>8}{'p90':>8}{'p99':>8}{'+p50':>8}{'+p90':>8}{'+p99':>8}"
     print(f"{head}{'requests':>10}{'CPU/req':>9}{'load 1m':>9}  full GCs (max ms)")
@@ -153,6 +156,12 @@ def main() -> None:
         "--gc-freeze",
         action="store_true",
         help="every agent calls gc.freeze() once set up (full GC pauses then stop deciding p99)",
+    )
+    parser.add_argument(
+        "--exporter",
+        choices=("sdk", "agentscore"),
+        default="sdk",
+        help="every agent's span exporter: the SDK's OTLP/HTTP one or agentscore's",
     )
     parser.add_argument("--loaded-only", action="store_true", help="skip the quiet pass")
     args = parser.parse_args()

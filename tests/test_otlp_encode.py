@@ -1,4 +1,4 @@
-"""agentscore.serve.otlp_encode against the OpenTelemetry SDK's OTLP encoders.
+"""agentscore.telemetry.otlp_encode against the OpenTelemetry SDK's OTLP encoders.
 
 Spans and log records come from a real TracerProvider and LoggerProvider. Two equalities are
 checked for every batch: the parsed request equals the SDK's message, and the bytes equal the
@@ -50,7 +50,7 @@ from opentelemetry.trace import (
 )
 from opentelemetry.util.types import AnyValue
 
-from agentscore.serve.otlp_encode import encode_logs, encode_spans
+from agentscore.telemetry.otlp_encode import encode_logs, encode_spans
 from tests.conftest import new_log_exporter
 
 # Records over a limit warn each time; the limits are the point here.
@@ -374,10 +374,12 @@ def test_an_attribute_that_cannot_be_encoded_is_skipped_and_logged(
         pass
     logger = telemetry.logger_provider(Resource({})).get_logger("l")
     logger.emit(body="b", attributes=attributes)
-    with caplog.at_level(logging.ERROR, logger="agentscore.serve.otlp_encode"):
+    with caplog.at_level(logging.ERROR, logger="agentscore.telemetry.otlp_encode"):
         assert_spans_match(telemetry.spans.get_finished_spans())
         assert_logs_match(telemetry.logs.get_finished_logs())
-    skipped = [r.getMessage() for r in caplog.records if r.name == "agentscore.serve.otlp_encode"]
+    skipped = [
+        r.getMessage() for r in caplog.records if r.name == "agentscore.telemetry.otlp_encode"
+    ]
     assert len(skipped) == 4
     assert skipped[0].startswith("Failed to encode key too big")
     request = ExportTraceServiceRequest.FromString(

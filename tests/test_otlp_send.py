@@ -23,7 +23,7 @@ import pytest
 import trustme
 
 from agentscore.errors import ConfigurationError
-from agentscore.serve.otlp_send import (
+from agentscore.telemetry.otlp_send import (
     OtlpSender,
     OtlpUnanswered,
     endpoint_configured,
@@ -108,7 +108,7 @@ def test_a_refusal_is_false_and_its_log_line_names_no_credential(
         assert not sent(sender, b"x")
     output = capsys.readouterr()
     text = output.out + output.err
-    assert "serve_export_refused" in text and f"status={status}" in text
+    assert "otlp_export_refused" in text and f"status={status}" in text
     for secret in ("pa55word", "k3y", "s3cr3t"):
         assert secret not in text
 
@@ -222,7 +222,7 @@ def test_mutual_tls_sends_the_client_certificate(tmp_path: Path) -> None:
 
 def test_a_malformed_headers_variable_is_not_logged_whole() -> None:
     script = (
-        "from agentscore.serve.otlp_send import OtlpSender\n"
+        "from agentscore.telemetry.otlp_send import OtlpSender\n"
         "print(OtlpSender.from_environment('TRACES').headers.get('authorization'))\n"
     )
     env = {
@@ -278,7 +278,7 @@ def items(count: int, size: int) -> list[bytes]:
 def test_a_batch_over_the_request_bound_goes_in_parts_each_within_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("agentscore.serve.otlp_send.MAX_REQUEST_BYTES", 1000)
+    monkeypatch.setattr("agentscore.telemetry.otlp_send.MAX_REQUEST_BYTES", 1000)
     batch = items(10, 300)
     with bounded_backend(limit=10**6) as (url, taken):
         sender = OtlpSender.from_environment("TRACES", {"OTEL_EXPORTER_OTLP_ENDPOINT": url})
@@ -304,13 +304,13 @@ def test_one_item_too_large_for_the_backend_is_logged_and_left_out_not_retried_f
         sender = OtlpSender.from_environment("TRACES", {"OTEL_EXPORTER_OTLP_ENDPOINT": url})
         assert sender.deliver(batch, b"".join) == []
     assert taken == [b"a" * 100, b"c" * 100]
-    assert "serve_export_item_too_large" in capsys.readouterr().out
+    assert "otlp_export_item_too_large" in capsys.readouterr().out
 
 
 def test_when_the_backend_fails_midway_only_what_it_did_not_take_comes_back(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("agentscore.serve.otlp_send.MAX_REQUEST_BYTES", 1000)
+    monkeypatch.setattr("agentscore.telemetry.otlp_send.MAX_REQUEST_BYTES", 1000)
     batch = items(8, 200)  # 1,600 bytes: two requests of 4 items
     with bounded_backend(limit=10**6, refuse={1}) as (url, taken):
         sender = OtlpSender.from_environment("TRACES", {"OTEL_EXPORTER_OTLP_ENDPOINT": url})
@@ -331,7 +331,7 @@ def test_the_service_outbox_resends_only_the_spans_the_backend_did_not_take(
 
     from agentscore.serve.export import build_exporters
 
-    monkeypatch.setattr("agentscore.serve.otlp_send.MAX_REQUEST_BYTES", 400)
+    monkeypatch.setattr("agentscore.telemetry.otlp_send.MAX_REQUEST_BYTES", 400)
     with bounded_backend(limit=10**6, refuse={1}) as (url, taken):
         monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", f"{url}/v1/traces")
         exporters = build_exporters(tmp_path / "unused.jsonl")

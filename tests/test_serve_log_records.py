@@ -19,7 +19,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
 from agentscore.serve.log_records import RecordingLoggerProvider
-from agentscore.serve.otlp_encode import encode_logs
+from agentscore.telemetry.otlp_encode import encode_logs
 
 RESOURCE = Resource({"service.name": "agentscore-serve"})
 AGENT_SPAN = SpanContext(

@@ -22,10 +22,10 @@ from agentscore.serve.export import _takes_logs, build_exporters
 from agentscore.serve.forward import FORWARD_HEADERS_ENV, forward_headers
 from agentscore.serve.ingest import Ingestor
 from agentscore.serve.otlp import OtlpDecodeError, decode_traces
-from agentscore.serve.otlp_send import OtlpSender
 from agentscore.serve.queue import Commit, SqliteQueue
 from agentscore.serve.stats import ServiceStats
 from agentscore.spans.records import SpanRecord
+from agentscore.telemetry.otlp_send import OtlpSender
 from tests.conftest import span_context
 from tests.http_collector import http_collector
 from tests.serve_support import ANSWER, ROOT, free_port, recorded_generations

@@ -22,8 +22,8 @@ from opentelemetry.trace import (
     TraceState,
 )
 
-from agentscore.serve.otlp_encode import encode_spans
 from agentscore.serve.spans import RecordingTracerProvider
+from agentscore.telemetry.otlp_encode import encode_spans
 
 RESOURCE = Resource({"service.name": "agentscore-serve"})
 REMOTE_PARENT = SpanContext(

@@ -21,9 +21,9 @@ from agentscore.serve.forward import ForwardError, forward
 from agentscore.serve.health import ServiceHealth
 from agentscore.serve.ingest import Ingestor, OverBudget
 from agentscore.serve.otlp import OtlpDecodeError, decode_traces, success_response
-from agentscore.serve.otlp_send import OtlpSender
 from agentscore.serve.queue import SqliteQueue
 from agentscore.serve.stats import ServiceStats
+from agentscore.telemetry.otlp_send import OtlpSender
 
 __all__ = ["ServeApp"]
 

@@ -32,15 +32,15 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 from opentelemetry.sdk.trace.id_generator import IdGenerator, RandomIdGenerator
 
 from agentscore.serve.log_records import RecordingLoggerProvider
-from agentscore.serve.otlp_encode import encode_logs, encode_spans
-from agentscore.serve.otlp_send import (
+from agentscore.serve.queue import JobKey
+from agentscore.serve.spans import RecordingTracerProvider
+from agentscore.telemetry.otlp_encode import encode_logs, encode_spans
+from agentscore.telemetry.otlp_send import (
     OtlpSender,
     OtlpUnanswered,
     endpoint_configured,
     without_credentials,
 )
-from agentscore.serve.queue import JobKey
-from agentscore.serve.spans import RecordingTracerProvider
 from agentscore.telemetry.setup import JsonlExporter
 
 __all__ = ["Exporters", "build_exporters", "keyed_ids"]

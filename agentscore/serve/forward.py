@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from urllib.parse import unquote
 
 from agentscore.errors import ConfigurationError
-from agentscore.serve.otlp_send import OtlpSender, OtlpUnanswered, sendable_header
+from agentscore.telemetry.otlp_send import OtlpSender, OtlpUnanswered, sendable_header
 
 __all__ = [
     "FORWARD_HEADERS_ENV",

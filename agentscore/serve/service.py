@@ -28,10 +28,10 @@ from agentscore.serve.export import build_exporters
 from agentscore.serve.forward import FORWARD_USER_AGENT, forward_headers
 from agentscore.serve.health import ServiceHealth
 from agentscore.serve.ingest import DEFAULT_MAX_OPEN_BYTES, Ingestor
-from agentscore.serve.otlp_send import OtlpSender
 from agentscore.serve.queue import SqliteQueue, Synchronous
 from agentscore.serve.stats import ServiceStats
 from agentscore.serve.worker import ScoringWorker
+from agentscore.telemetry.otlp_send import OtlpSender
 
 __all__ = ["ServeOptions", "build_service", "load_evals", "log_judge_checks", "run_service"]
 

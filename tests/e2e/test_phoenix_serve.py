@@ -97,8 +97,8 @@ def test_phoenix_reads_the_services_own_encoding_in_each_compression(
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from agentscore.serve.otlp_encode import encode_spans
-    from agentscore.serve.otlp_send import OtlpSender
+    from agentscore.telemetry.otlp_encode import encode_spans
+    from agentscore.telemetry.otlp_send import OtlpSender
 
     project = f"agentscore-encode-{compression}-{uuid.uuid4().hex[:8]}"
     memory = InMemorySpanExporter()

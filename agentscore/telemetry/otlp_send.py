@@ -1,15 +1,17 @@
-"""POST OTLP/HTTP requests: the service's exports, and what `--forward` passes on.
+"""POST OTLP/HTTP requests: the service's exports, what `--forward` passes on, and the
+exporters of `agentscore.telemetry.otlp`.
 
-The service encodes its evaluations itself (`agentscore.serve.otlp_encode`, 0.05 ms of CPU
-per evaluation; the SDK's encoders, building a protobuf object per field, took 0.18 ms), so
-it sends the bytes itself too. An export's sender is configured as the SDK's exporters are,
+agentscore encodes its OTLP itself (`agentscore.telemetry.otlp_encode`, 0.05 ms of CPU per
+evaluation; the SDK's encoders, building a protobuf object per field, took 0.18 ms), so it
+sends the bytes itself too. A sender is configured as the SDK's exporters are,
 per signal over the common variable: `OTEL_EXPORTER_OTLP_{,TRACES_,LOGS_}` ENDPOINT, HEADERS,
 TIMEOUT, COMPRESSION (gzip, deflate, none), CERTIFICATE, CLIENT_CERTIFICATE and CLIENT_KEY.
 It goes through `requests`, as those exporters do, so proxies and CA bundles from the
 environment apply alike; redirects are not followed, and the reply's status line and headers,
 then its body, each come within the timeout or the POST counts as unanswered. A refused or
-failed POST is not retried here: the worker retries the whole export with backoff, and keeps
-the job rows on disk until a backend took them.
+failed POST is not retried here: the service's worker retries the whole export with backoff
+and keeps the job rows on disk until a backend took them; the in-process exporters retry
+within their timeout.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from urllib3.exceptions import HTTPError
 
 from agentscore._redact import redact_library_logs
 from agentscore.errors import ConfigurationError
-from agentscore.serve.header_deadline import HeaderDeadlineAdapter
+from agentscore.telemetry.header_deadline import HeaderDeadlineAdapter
 
 __all__ = [
     "MAX_REPLY_BYTES",
@@ -43,11 +45,12 @@ __all__ = [
     "without_credentials",
 ]
 
-_log = structlog.get_logger("agentscore.serve")
+_log = structlog.get_logger("agentscore.otlp")
 
 Signal = Literal["TRACES", "LOGS", "METRICS"]
 _PATHS: dict[Signal, str] = {"TRACES": "v1/traces", "LOGS": "v1/logs", "METRICS": "v1/metrics"}
 _DEFAULT_TIMEOUT = 10.0
+_DEFAULT_ENDPOINT = "http://localhost:4318"
 # Below common receivers' bounds (the Collector's OTLP/HTTP default is 20 MiB).
 MAX_REQUEST_BYTES = 4 * 1024 * 1024
 _TOO_LARGE = 413
@@ -83,7 +86,7 @@ class OtlpSender:
         cert: str | tuple[str, str] | None = None,
     ) -> None:
         self.url = url
-        self.headers = {"User-Agent": "agentscore-serve", **headers}
+        self.headers = {"User-Agent": "agentscore", **headers}
         self.timeout = timeout
         self.compression = compression
         self._session = requests.Session()
@@ -107,13 +110,13 @@ class OtlpSender:
             )
 
         # A per-signal endpoint is used as it is; the common one gets the signal's path.
+        # Neither: the SDK's default, a Collector on this host.
         own = environ.get(f"OTEL_EXPORTER_OTLP_{signal}_ENDPOINT")
-        url = own or environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").rstrip("/") + (
-            "/" + _PATHS[signal]
-        )
+        common = environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or _DEFAULT_ENDPOINT
+        url = own or f"{common.rstrip('/')}/{_PATHS[signal]}"
         compression = setting("COMPRESSION").strip().lower() or "none"
         if compression not in ("gzip", "deflate", "none"):
-            _log.warning("serve_otlp_compression_unknown", compression=compression[:20])
+            _log.warning("otlp_compression_unknown", compression=compression[:20])
             compression = "none"
         certificate, key = setting("CLIENT_CERTIFICATE"), setting("CLIENT_KEY")
         headers = dict(parse_env_headers(setting("HEADERS"), liberal=True))
@@ -201,7 +204,7 @@ class OtlpSender:
             status = self._post_compressed(body)
         except OtlpUnanswered as exc:
             _log.warning(
-                "serve_export_unanswered",
+                "otlp_export_unanswered",
                 endpoint=without_credentials(self.url),
                 error_type=exc.error_type,
             )
@@ -212,7 +215,7 @@ class OtlpSender:
             if len(items) > 1:
                 return self._halves(items, encode)
             _log.error(
-                "serve_export_item_too_large",
+                "otlp_export_item_too_large",
                 endpoint=without_credentials(self.url),
                 bytes=len(body),
                 hint="the backend refuses this one evaluation as too large (413); it is "
@@ -220,7 +223,7 @@ class OtlpSender:
                 "capture off",
             )
             return []
-        _log.warning("serve_export_refused", endpoint=without_credentials(self.url), status=status)
+        _log.warning("otlp_export_refused", endpoint=without_credentials(self.url), status=status)
         return list(items)
 
     def _post_compressed(self, body: bytes) -> int:

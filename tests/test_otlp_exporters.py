@@ -1,0 +1,166 @@
+"""agentscore's OTLP/HTTP span and log exporters against a real HTTP server: the SDK's bytes,
+its variables, retries within the timeout, and no request after shutdown."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from opentelemetry._logs import LogRecord
+from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs as sdk_logs
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans as sdk_spans
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import (
+    InMemoryLogRecordExporter,
+    LogRecordExportResult,
+    SimpleLogRecordProcessor,
+)
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import (
+    BatchSpanProcessor,
+    SimpleSpanProcessor,
+    SpanExportResult,
+)
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from agentscore.telemetry import otlp
+from agentscore.telemetry.otlp import OtlpLogExporter, OtlpSpanExporter
+from agentscore.telemetry.otlp_send import OtlpSender
+from tests.http_collector import Collector, http_collector
+
+RESOURCE = Resource({"service.name": "exporter-test"})
+
+
+def finished_spans(count: int = 3) -> tuple[ReadableSpan, ...]:
+    kept = InMemorySpanExporter()
+    provider = TracerProvider(resource=RESOURCE)
+    provider.add_span_processor(SimpleSpanProcessor(kept))
+    tracer = provider.get_tracer("test")
+    with tracer.start_as_current_span("invoke_agent support"):
+        for n in range(count - 1):
+            with tracer.start_as_current_span(f"evaluation {n}") as span:
+                span.set_attributes({"gen_ai.evaluation.score.value": n / 2, "tags": ("a", "b")})
+    return kept.get_finished_spans()
+
+
+def sender(collector: Collector, timeout: float = 5.0) -> OtlpSender:
+    return OtlpSender(f"{collector.url}/v1/traces", headers={}, timeout=timeout)
+
+
+def test_a_batch_processor_sends_the_sdk_exporters_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    with http_collector() as collector:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.url)
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", "x-team=agents")
+        provider = TracerProvider(resource=RESOURCE)
+        provider.add_span_processor(BatchSpanProcessor(otlp.spans()))
+        tracer = provider.get_tracer("test")
+        with tracer.start_as_current_span("invoke_agent support") as agent:
+            agent.set_attribute("gen_ai.agent.name", "support")
+        provider.shutdown()
+    [request] = collector.received
+    assert request.path == "/v1/traces"
+    assert request.headers["Content-Type"] == "application/x-protobuf"
+    assert request.headers["x-team"] == "agents"
+    decoded = ExportTraceServiceRequest.FromString(request.body)
+    [span] = decoded.resource_spans[0].scope_spans[0].spans
+    assert span.name == "invoke_agent support"
+    assert span.attributes[0].key == "gen_ai.agent.name"
+    assert span.attributes[0].value.string_value == "support"
+
+
+def test_the_bytes_posted_are_the_sdks() -> None:
+    spans = finished_spans()
+    with http_collector() as collector:
+        assert OtlpSpanExporter(sender=sender(collector)).export(spans) is SpanExportResult.SUCCESS
+    [request] = collector.received
+    assert request.body == sdk_spans(spans).SerializeToString()
+
+
+def test_an_endpoint_argument_is_the_full_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
+    with http_collector() as collector:
+        exporter = OtlpSpanExporter(f"{collector.url}/custom/traces")
+        assert exporter.export(finished_spans(1)) is SpanExportResult.SUCCESS
+    assert [r.path for r in collector.received] == ["/custom/traces"]
+
+
+def test_a_passing_refusal_is_sent_again_after_a_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(otlp, "_FIRST_RETRY", 0.05)
+    spans = finished_spans()
+    with http_collector() as collector:
+        collector.status = 503
+
+        def recover() -> None:
+            while not collector.received:
+                time.sleep(0.005)
+            collector.status = 200
+
+        threading.Thread(target=recover, daemon=True).start()
+        result = OtlpSpanExporter(sender=sender(collector)).export(spans)
+    assert result is SpanExportResult.SUCCESS
+    assert len(collector.received) == 2
+    assert collector.received[0].body == collector.received[1].body
+
+
+def test_a_backend_that_keeps_refusing_fails_the_export_within_the_timeout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(otlp, "_FIRST_RETRY", 0.1)
+    with http_collector() as collector:
+        collector.status = 500
+        started = time.monotonic()
+        result = OtlpSpanExporter(sender=sender(collector, timeout=0.5)).export(finished_spans())
+        took = time.monotonic() - started
+    assert result is SpanExportResult.FAILURE
+    # Tries at 0, 0.1 and 0.3 s; the next (0.7 s) would pass the 0.5 s timeout.
+    assert len(collector.received) == 3
+    assert took < 0.5
+
+
+def test_shutdown_ends_a_backoff_and_later_exports_send_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(otlp, "_FIRST_RETRY", 30.0)
+    with http_collector() as collector:
+        collector.status = 503
+        exporter = OtlpSpanExporter(sender=sender(collector, timeout=60))
+        results: list[SpanExportResult] = []
+        spans = finished_spans()
+        exporting = threading.Thread(target=lambda: results.append(exporter.export(spans)))
+        exporting.start()
+        while not collector.received:
+            time.sleep(0.005)
+        started = time.monotonic()
+        exporter.shutdown()
+        exporting.join(5)
+        assert time.monotonic() - started < 2
+        assert results == [SpanExportResult.FAILURE]
+        assert exporter.export(spans) is SpanExportResult.FAILURE
+    assert len(collector.received) == 1
+
+
+def test_log_records_are_sent_as_the_sdk_encodes_them() -> None:
+    kept = InMemoryLogRecordExporter()
+    provider = LoggerProvider(resource=RESOURCE)
+    provider.add_log_record_processor(SimpleLogRecordProcessor(kept))
+    provider.get_logger("test").emit(
+        LogRecord(
+            event_name="gen_ai.evaluation.result",
+            body="faithfulness",
+            attributes={"gen_ai.evaluation.score.value": 0.5},
+        )
+    )
+    records = kept.get_finished_logs()
+    with http_collector() as collector:
+        logs_sender = OtlpSender(f"{collector.url}/v1/logs", headers={})
+        assert OtlpLogExporter(sender=logs_sender).export(records) is LogRecordExportResult.SUCCESS
+    [request] = collector.received
+    assert request.path == "/v1/logs"
+    assert request.body == sdk_logs(records).SerializeToString()
+
+
+def test_with_no_endpoint_configured_the_sdks_default_is_used() -> None:
+    assert OtlpSender.from_environment("TRACES", {}).url == "http://localhost:4318/v1/traces"
