@@ -143,7 +143,7 @@ def test_shutdown_ends_a_backoff_and_later_exports_send_nothing(
 
 
 def test_log_records_are_sent_as_the_sdk_encodes_them() -> None:
-    kept = InMemoryLogRecordExporter()
+    kept = InMemoryLogRecordExporter()  # type: ignore[no-untyped-call]
     provider = LoggerProvider(resource=RESOURCE)
     provider.add_log_record_processor(SimpleLogRecordProcessor(kept))
     provider.get_logger("test").emit(
