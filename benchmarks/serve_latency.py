@@ -28,7 +28,7 @@ agent `agentscore.telemetry.otlp.OtlpSpanExporter` instead of the SDK's OTLP/HTT
 
 Usage: python benchmarks/serve_latency.py [--rate R] [--seconds S] [--rounds N] [--load N]
                                           [--after-ms MS] [--gc-freeze] [--loaded-only]
-                                          [--exporter sdk|agentscore]
+                                          [--exporter sdk|agentscore] [--arms NAME ...]
 """
 
 from __future__ import annotations
@@ -98,12 +98,12 @@ def cpu_load(processes: int) -> Iterator[None]:
 
 
 def one_pass(label: str, urls: dict[str, str], args: argparse.Namespace) -> None:
-    latencies: dict[str, list[int]] = {name: [] for name in ARMS}
-    loads: dict[str, list[float]] = {name: [] for name in ARMS}
-    scored: dict[str, int] = dict.fromkeys(ARMS, 0)
-    cpu: dict[str, list[float]] = {name: [] for name in ARMS}
-    full_gc: dict[str, list[float]] = {name: [] for name in ARMS}
-    order = list(ARMS)
+    order = [name for name in ARMS if name in args.arms]
+    latencies: dict[str, list[int]] = {name: [] for name in order}
+    loads: dict[str, list[float]] = {name: [] for name in order}
+    scored: dict[str, int] = dict.fromkeys(order, 0)
+    cpu: dict[str, list[float]] = {name: [] for name in order}
+    full_gc: dict[str, list[float]] = {name: [] for name in order}
     for round_ in range(args.rounds):
         for name in order if round_ % 2 == 0 else reversed(order):
             arm, sink, extra = ARMS[name]
@@ -136,9 +136,9 @@ def one_pass(label: str, urls: dict[str, str], args: argparse.Namespace) -> None
             f"  {len(full_gc[name])} ({max(full_gc[name], default=0):.0f})"
         )
     # Every scorer must have been scoring during its arm, or the comparison says nothing.
+    in_agents = ", ".join(f"{name} {scored[name]}" for name in order if ARMS[name][0] != "none")
     print(
-        f"scored: in process {scored['in process']} + {scored['in process, 0 ms']}, span "
-        f"processor {scored['span processor']},"
+        f"scored: {in_agents or 'nothing in the agents'};"
         f" serve {served['scored']} so far ({served['pending_jobs']} jobs still queued)"
     )
 
@@ -163,10 +163,14 @@ def main() -> None:
         default="sdk",
         help="every agent's span exporter: the SDK's OTLP/HTTP one or agentscore's",
     )
+    parser.add_argument(
+        "--arms", nargs="+", choices=list(ARMS), default=list(ARMS), help="no scoring always runs"
+    )
     parser.add_argument("--loaded-only", action="store_true", help="skip the quiet pass")
     args = parser.parse_args()
     if args.loaded_only and not args.load:
         parser.error("--loaded-only needs --load N")
+    args.arms = ["no scoring", *(arm for arm in args.arms if arm != "no scoring")]
     print_machine()
     with tempfile.TemporaryDirectory() as directory, receiver() as receiver_url:
         env = {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true"}
