@@ -67,6 +67,13 @@ def test_otlp_http_from_the_standard_variables(monkeypatch: pytest.MonkeyPatch) 
     assert "/v1/traces" in received
     assert "/v1/logs" in received
     assert "/v1/metrics" in received
+    # Spans and log records through agentscore's exporters, metrics through the SDK's.
+    senders = {
+        r.path: {k.lower(): v for k, v in r.headers.items()}["user-agent"]
+        for r in collector.received
+    }
+    assert senders["/v1/traces"] == senders["/v1/logs"] == "agentscore"
+    assert senders["/v1/metrics"].startswith("OTel-OTLP-Exporter-Python")
 
 
 def test_a_traces_only_endpoint_exports_only_traces(monkeypatch: pytest.MonkeyPatch) -> None:
