@@ -45,7 +45,10 @@ _FIRST_RETRY = 1.0
 
 class _Exporter(Generic[_Item]):
     """POSTs a batch; a batch the backend did not take (refused, unanswered) is sent again
-    after a backoff within the sender's timeout, then given up (the processor logs it)."""
+    after a backoff within the sender's timeout, then given up. Each refusal is logged with
+    its status. Unlike the SDK's exporter, which retries only 408, 429 and 5xx, any
+    refusal is retried: a 4xx costs a few POSTs within the timeout, and a backend that
+    recovers from a misconfiguration still gets the batch."""
 
     def __init__(
         self,
