@@ -3,8 +3,11 @@ its variables, retries within the timeout, and no request after shutdown."""
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from opentelemetry._logs import LogRecord
@@ -165,3 +168,40 @@ def test_log_records_are_sent_as_the_sdk_encodes_them() -> None:
 
 def test_with_no_endpoint_configured_the_sdks_default_is_used() -> None:
     assert OtlpSender.from_environment("TRACES", {}).url == "http://localhost:4318/v1/traces"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="fork")
+def test_a_forked_child_does_not_write_on_the_parents_kept_alive_connection() -> None:
+    """A pre-forking server's worker inherits the exporter after the parent exported once."""
+    peers: list[tuple[str, int]] = []
+
+    class KeepAlive(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            peers.append(self.client_address)
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), KeepAlive)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1/traces"
+        exporter = OtlpSpanExporter(sender=OtlpSender(url, headers={}, timeout=5))
+        spans = finished_spans()
+        assert exporter.export(spans) is SpanExportResult.SUCCESS
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0 if exporter.export(spans) is SpanExportResult.SUCCESS else 1)
+        assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+        assert exporter.export(spans) is SpanExportResult.SUCCESS
+    finally:
+        server.shutdown()
+    parent, child, parent_again = peers
+    assert child != parent  # its own connection
+    assert parent_again == parent  # the parent's connection still carries its exports

@@ -89,10 +89,8 @@ class OtlpSender:
         self.headers = {"User-Agent": "agentscore", **headers}
         self.timeout = timeout
         self.compression = compression
-        self._session = requests.Session()
-        adapter = HeaderDeadlineAdapter()
-        self._session.mount("http://", adapter)
-        self._session.mount("https://", adapter)
+        self._session = _session()
+        self._pid = os.getpid()
         # Per request, not on the session: requests lets REQUESTS_CA_BUNDLE override a
         # session's `verify`, and the OTLP variable must win.
         self._verify = verify
@@ -149,6 +147,11 @@ class OtlpSender:
         if content_encoding:
             headers["Content-Encoding"] = content_encoding
         try:
+            if self._pid != os.getpid():
+                # A forked child (a pre-forking server's worker): its copy of the pool holds
+                # the parent's kept-alive sockets, and two processes writing one connection
+                # interleave their requests. The child opens its own.
+                self._session, self._pid = _session(), os.getpid()
             reply = self._session.post(
                 self.url,
                 data=body,
@@ -244,6 +247,14 @@ class OtlpSender:
 
     def close(self) -> None:
         self._session.close()
+
+
+def _session() -> requests.Session:
+    session = requests.Session()
+    adapter = HeaderDeadlineAdapter()
+    session.mount("http://", adapter)
+    session.mount("https://", adapter)
+    return session
 
 
 def sendable_header(name: str, value: str) -> bool:
