@@ -4,7 +4,8 @@ The agent calls a scripted model through the `openai` client (in-process `Script
 zero latency: one tool call, then the answer), records GenAI-convention spans by hand as a
 framework's instrumentation would, and exports them with the SDK's BatchSpanProcessor and
 OTLP/HTTP exporter to `--traces` (or agentscore's, `--exporter agentscore`). Requests start
-on a fixed schedule (open loop: a slow request does not delay the next one's start), and
+at Poisson arrivals of the mean rate (open loop: a slow request does not delay the next
+one's start), and
 each latency runs from its scheduled start to its answer, so time spent waiting behind the
 scorer counts. Prints one JSON object: the latencies in microseconds and what the in-process
 scorer scored.
@@ -20,6 +21,7 @@ import argparse
 import asyncio
 import gc
 import json
+import random
 import time
 from typing import Any
 
@@ -30,6 +32,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from agentscore import Evals, Runner, ScoringSpanProcessor, Telemetry
 from agentscore.judges import LocalJudge
 from agentscore.pipeline import runner as runner_module
+from agentscore.runtime import courtesy
 from agentscore.scorers import create_faithfulness_scorer
 from agentscore.telemetry.otlp import OtlpSpanExporter
 from agentscore.testing import ScriptedEndpoint, chat_completion
@@ -133,7 +136,9 @@ async def main() -> None:
     parser.add_argument("--rate", type=float, default=100.0)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--warmup", type=float, default=2.0)
+    parser.add_argument("--seed", type=int, default=0, help="of the Poisson arrivals")
     parser.add_argument("--linger", type=float, help="replaces runner.HANDOVER_LINGER (s)")
+    parser.add_argument("--gil-slice", type=float, help="replaces courtesy.GIL_SLICE (s)")
     parser.add_argument("--after-ms", type=float, default=0.0, help="CPU work after submit")
     parser.add_argument(
         "--exporter",
@@ -147,6 +152,8 @@ async def main() -> None:
     args = parser.parse_args()
     if args.linger is not None:
         runner_module.HANDOVER_LINGER = args.linger  # 0: the hand-over as it was before
+    if args.gil_slice is not None:
+        courtesy.GIL_SLICE = args.gil_slice  # inf: the loop never pauses for the host
 
     provider = TracerProvider()
     exporter = OtlpSpanExporter if args.exporter == "agentscore" else OTLPSpanExporter
@@ -174,9 +181,12 @@ async def main() -> None:
             latencies.append((time.perf_counter_ns() - due) // 1000)
 
     collections = FullCollections()
-    interval = int(1e9 / args.rate)
     total = int((args.warmup + args.seconds) * args.rate)
     warm = int(args.warmup * args.rate)
+    # Poisson arrivals at the mean rate, the same sequence in every arm: a fixed period would
+    # lock the scorer's start (submit + linger) to one phase of the next request.
+    arrivals = random.Random(args.seed)
+    offset = 0.0
     # Only the requests in flight are kept, as a server keeps them: a list of every task
     # would age thousands of objects into the oldest GC generation, making full collections
     # (process-wide pauses) come sooner in whichever arm runs.
@@ -184,7 +194,8 @@ async def main() -> None:
     cpu = time.process_time()
     start = time.perf_counter_ns()
     for n in range(total):
-        due = start + n * interval
+        offset += arrivals.expovariate(args.rate)
+        due = start + int(offset * 1e9)
         delay = (due - time.perf_counter_ns()) / 1e9
         if delay > 0:
             await asyncio.sleep(delay)

@@ -4,7 +4,8 @@ out of process (`agentscore serve`).
 Every part runs in its own process: the OTLP receiver (benchmarks/_receiver.py, answers
 200), the `agentscore serve` service (faithfulness with the local judge, evaluations to
 the receiver), and one agent process per measurement (benchmarks/_latency_agent.py), which
-starts requests on a fixed schedule (open loop) and times each from its scheduled start.
+starts requests at Poisson arrivals (open loop; each round's arrivals are the same in every
+arm) and times each from its scheduled start.
 The four arms:
 
 - no scoring: spans to the receiver; nothing is scored anywhere;
@@ -55,6 +56,7 @@ ARMS = {  # name: (agent arm, where its spans go, extra arguments)
     "no scoring": ("none", "receiver", ()),
     "in process": ("submit", "receiver", ()),
     "in process, 0 ms": ("submit", "receiver", ("--linger", "0")),
+    "in process, no pauses": ("submit", "receiver", ("--gil-slice", "inf")),
     "span processor": ("processor", "receiver", ()),
     "out of process": ("none", "serve", ()),
 }
@@ -66,9 +68,10 @@ def pct(values: list[int], q: float) -> float:
 
 
 def measure(
-    arm: str, traces: str, extra: tuple[str, ...], args: argparse.Namespace
+    arm: str, traces: str, extra: tuple[str, ...], args: argparse.Namespace, seed: int
 ) -> dict[str, object]:
     command = [sys.executable, str(HERE / "_latency_agent.py"), "--arm", arm, *extra]
+    command += ["--seed", str(seed)]
     command += ["--traces", traces, "--rate", str(args.rate), "--seconds", str(args.seconds)]
     command += ["--after-ms", str(args.after_ms), "--exporter", args.exporter]
     if args.gc_freeze:
@@ -107,7 +110,7 @@ def one_pass(label: str, urls: dict[str, str], args: argparse.Namespace) -> None
     for round_ in range(args.rounds):
         for name in order if round_ % 2 == 0 else reversed(order):
             arm, sink, extra = ARMS[name]
-            result = measure(arm, f"{urls[sink]}/v1/traces", extra, args)
+            result = measure(arm, f"{urls[sink]}/v1/traces", extra, args, seed=round_)
             values = result["latencies_us"]
             assert isinstance(values, list)
             latencies[name] += values

@@ -37,6 +37,7 @@ from agentscore.judges._grounding_parse import CALENDAR_TERMS, Parsed, parse
 from agentscore.judges._grounding_split import MAX_CLAIMS, split_claims
 from agentscore.judges._grounding_states import missing_record, state_conflict, states
 from agentscore.judges._grounding_text import ANTONYMS, canon, words
+from agentscore.runtime.courtesy import give_way
 
 __all__ = [
     "DECIDED",
@@ -100,8 +101,10 @@ def check_claims(
 ) -> list[ClaimCheck]:
     """One verdict per claim, in order. See the module doc for what yes / no / unsure mean."""
     prepared = prepare(context)
-    checks = [_check(claim if isinstance(claim, str) else str(claim), prepared, mode)
-              for claim in claims]  # fmt: skip
+    checks = []
+    for claim in claims:
+        give_way()  # each claim is a fraction of a millisecond; a long answer has many
+        checks.append(_check(claim if isinstance(claim, str) else str(claim), prepared, mode))
     return _with_quotes(checks, prepared)
 
 

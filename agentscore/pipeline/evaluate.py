@@ -5,6 +5,7 @@ from __future__ import annotations
 from agentscore.judges.base import Judge
 from agentscore.result import ScoreResult
 from agentscore.run import ScorerRun
+from agentscore.runtime.courtesy import give_way
 from agentscore.scorers.base import Scorer
 from agentscore.telemetry.core import Telemetry, scoring_scope
 from agentscore.telemetry.evaluations import emit_result, evaluation_span, record_attempt
@@ -32,6 +33,7 @@ async def evaluate(
         return await scorer.run(run, timeout=timeout, judge=judge)
     with scoring_scope(), evaluation_span(telemetry, scorer.id, run) as span:
         result = await scorer.run(run, timeout=timeout, judge=judge)
+        give_way()
         final = not (may_retry and result.retryable)
         attributes = record_attempt(span, telemetry, result, final=final)
     if final:

@@ -29,6 +29,7 @@ from agentscore.pipeline.evaluate import evaluate
 from agentscore.pipeline.retry import RetryPolicy
 from agentscore.result import ScoreResult, ScoreStatus
 from agentscore.run import ScorerRun
+from agentscore.runtime.courtesy import give_way
 from agentscore.runtime.hooks import after_fork_in_child, at_exit, exit_deadline, on_drain
 from agentscore.runtime.loop import BackgroundLoop, background_loop
 from agentscore.runtime.workqueue import WorkQueue
@@ -258,6 +259,7 @@ class Runner:
         result: ScoreResult | None = None
         try:
             result = await self._score_until_final(job)
+            give_way()
             await deliver(
                 result,
                 (job.on_result, *self._sinks),

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 import anyio
 from anyio.from_thread import BlockingPortal
 
+from agentscore.runtime.courtesy import courteous_event_loop
 from agentscore.runtime.hooks import after_fork_in_child
 
 __all__ = ["SIGNAL_POLL", "BackgroundLoop", "background_loop", "wait_for_result"]
@@ -127,7 +128,9 @@ class BackgroundLoop:
 
         def target() -> None:
             try:
-                anyio.run(main, backend="asyncio")
+                # The loop shares the host's GIL: it hands it back during long bursts.
+                options = {"loop_factory": courteous_event_loop}
+                anyio.run(main, backend="asyncio", backend_options=options)
             except BaseException as exc:  # surfaced to the starting thread below
                 failure.append(exc)
                 ready.set()

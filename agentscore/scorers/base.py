@@ -30,6 +30,7 @@ from agentscore.judges.resolve import JudgeLike, resolve_judge
 from agentscore.result import ScoreError, ScoreResult, ScoreStatus
 from agentscore.run import ScorerRun
 from agentscore.runtime.callbacks import call_user
+from agentscore.runtime.courtesy import give_way
 from agentscore.runtime.loop import background_loop
 from agentscore.telemetry.core import scoring_scope
 
@@ -234,6 +235,7 @@ class Scorer:
         for name, step in self._steps:
             params.step = name
             if step is not None:
+                give_way()  # a run that never waits (a local judge) is one long callback
                 params.results[f"{name}_step_result"] = _plain(await _call_step(step, params))
                 self._trace(name, params.results[f"{name}_step_result"])
 

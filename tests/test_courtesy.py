@@ -1,0 +1,114 @@
+"""The background loop hands the GIL to a waiting host thread during long scoring work.
+
+A 1 s switch interval takes CPython's forced switches out of the picture: a host thread can
+then run during the loop's work only when the loop gives the GIL away itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import threading
+import time
+from collections.abc import Callable, Coroutine, Iterator
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+import pytest
+
+from agentscore.runtime import courtesy
+from agentscore.runtime.loop import BackgroundLoop
+
+WORK = 0.05  # seconds of the loop's CPU work
+PIECE = 0.00005  # seconds per piece of it
+
+Job = Coroutine[Any, Any, None]
+Work = Callable[[list[float]], Job]  # records its start and end in the list
+Runner = Callable[[Callable[[], Job]], object]  # runs it, and waits
+
+
+@pytest.fixture
+def no_forced_switches() -> Iterator[None]:
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1.0)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(interval)
+
+
+def spin(seconds: float) -> None:
+    until = time.perf_counter() + seconds
+    while time.perf_counter() < until:
+        pass
+
+
+async def pieces_giving_way(window: list[float]) -> None:
+    """One long callback with `give_way` between its pieces, as a scorer between steps."""
+    window.append(time.perf_counter())
+    for _ in range(int(WORK / PIECE)):
+        spin(PIECE)
+        courtesy.give_way()
+    window.append(time.perf_counter())
+
+
+async def pieces_as_callbacks(window: list[float]) -> None:
+    """Many short callbacks, with nothing between them but the loop itself."""
+    window.append(time.perf_counter())
+    for _ in range(int(WORK / PIECE)):
+        spin(PIECE)
+        await anyio.lowlevel.checkpoint()
+    window.append(time.perf_counter())
+
+
+def host_turns_during(run: Runner, work: Work) -> int:
+    """How many times a host thread, which asks for the GIL again after every 20 µs of its
+    own work, got it while `work` ran."""
+    turns: list[float] = []
+    window: list[float] = []
+    stop = threading.Event()
+
+    def host() -> None:
+        while not stop.is_set():
+            turns.append(time.perf_counter())
+            spin(0.00002)
+            time.sleep(0)
+
+    thread = threading.Thread(target=host)
+    thread.start()
+    try:
+        run(lambda: work(window))
+    finally:
+        stop.set()
+        thread.join()
+    start, end = window
+    return sum(start < turn < end for turn in turns)
+
+
+def on_background_loop() -> Runner:
+    loop = BackgroundLoop("agentscore-test-courtesy")
+    loop.call(anyio.sleep, 0)  # its thread is up before any work starts
+    return loop.call
+
+
+@pytest.mark.usefixtures("no_forced_switches")
+@pytest.mark.parametrize("work", [pieces_giving_way, pieces_as_callbacks])
+def test_the_background_loop_lets_a_waiting_host_thread_run(work: Work) -> None:
+    turns = host_turns_during(on_background_loop(), work)
+    # About a turn per GIL_SLICE of work; none at all without the pauses (below).
+    assert turns >= WORK / courtesy.GIL_SLICE / 4
+
+
+@pytest.mark.usefixtures("no_forced_switches")
+def test_without_pauses_the_host_waits_for_all_of_the_work(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(courtesy, "GIL_SLICE", float("inf"))
+    assert host_turns_during(on_background_loop(), pieces_giving_way) == 0
+
+
+@pytest.mark.usefixtures("no_forced_switches")
+def test_give_way_does_nothing_on_the_callers_own_loop() -> None:
+    # The caller's loop is theirs: a scorer awaited there must not sleep on it.
+    assert host_turns_during(lambda work: asyncio.run(work()), pieces_giving_way) == 0
