@@ -12,6 +12,8 @@ The four arms:
 - in process: the same, plus `Evals.submit` of each answer inside the request
   (faithfulness, local judge, on agentscore's background runner in the agent's interpreter);
   "in process, 0 ms" is the same with `HANDOVER_LINGER` set to 0, the hand-over as it was;
+  "in process, no pauses" with `courtesy.GIL_SLICE` infinite: the scoring loop never hands
+  the GIL back on its own, as before;
 - span processor: a `ScoringSpanProcessor` with the same scorer on the agent's provider;
 - out of process: spans to `agentscore serve`, which scores them in its own process.
 

@@ -112,3 +112,18 @@ def test_without_pauses_the_host_waits_for_all_of_the_work(
 def test_give_way_does_nothing_on_the_callers_own_loop() -> None:
     # The caller's loop is theirs: a scorer awaited there must not sleep on it.
     assert host_turns_during(lambda work: asyncio.run(work()), pieces_giving_way) == 0
+
+
+@pytest.mark.usefixtures("no_forced_switches")
+def test_a_thread_of_agentscores_own_gives_way_once_its_burst_has_started() -> None:
+    # The span processor's reader: a plain thread that calls burst_starts after each wait.
+    def reader(work: Callable[[], Job]) -> None:
+        def read() -> None:
+            courtesy.burst_starts()
+            asyncio.run(work())
+
+        thread = threading.Thread(target=read)
+        thread.start()
+        thread.join()
+
+    assert host_turns_during(reader, pieces_giving_way) >= WORK / courtesy.GIL_SLICE / 4

@@ -11,7 +11,8 @@ one callback.
 
 On a courteous loop's thread, every `GIL_SLICE` of CPU time without blocking ends in a real
 sleep, which a waiting thread wins: between the loop's callbacks (`CourteousSelector`) and
-between the pieces of a long callback (`give_way`, which scorers call between steps).
+between the pieces of a long callback (`give_way`, which scorers call between steps). The
+span processor's reader thread gives way between the spans it reads.
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ import selectors
 import threading
 import time
 
-__all__ = ["GIL_SLICE", "CourteousSelector", "courteous_event_loop", "give_way"]
+__all__ = ["GIL_SLICE", "CourteousSelector", "burst_starts", "courteous_event_loop", "give_way"]
 
-# Seconds of the loop thread's CPU time between pauses (docs/benchmarks.md, "Giving the GIL
+# Seconds of an agentscore thread's CPU time between pauses (docs/benchmarks.md, "Giving the GIL
 # back"). A host thread woken during scoring waits about this long at most, plus the longest
 # piece of work with no pause point; a shorter slice costs busy scoring more pauses (each
 # about 80 µs of waiting and 17 µs of CPU on Linux).
@@ -31,18 +32,24 @@ GIL_SLICE = 0.00025
 
 
 class _BurstStart(threading.local):
-    # Thread CPU time when this thread last blocked or paused; None on threads that are not
-    # a courteous loop's (the caller's own loop, a worker thread): they never pause.
+    # Thread CPU time when this thread last waited or paused; None on threads that are not
+    # agentscore's own (the caller's, with its own loop perhaps): they never pause.
     since: float | None = None
 
 
 _burst = _BurstStart()
 
 
+def burst_starts() -> None:
+    """On a thread of agentscore's own that has just waited: its work starts again now, and
+    `give_way` on this thread pauses after every `GIL_SLICE` of it."""
+    _burst.since = time.thread_time()
+
+
 def give_way() -> None:
-    """Between two pieces of scoring work: on a courteous loop's thread that has run for
-    `GIL_SLICE` since it last blocked, let a thread waiting on the GIL have it. Elsewhere,
-    nothing."""
+    """Between two pieces of scoring work: on agentscore's own threads (the background loop,
+    the span reader), once `GIL_SLICE` has run since the thread last waited, let a thread
+    waiting on the GIL have it. On any other thread, nothing."""
     since = _burst.since
     if since is not None and time.thread_time() - since >= GIL_SLICE:
         # sleep(0) still blocks in the kernel (tens of µs): long enough for a thread
@@ -57,15 +64,15 @@ class CourteousSelector(selectors.DefaultSelector):
 
     def __init__(self) -> None:
         super().__init__()
-        _burst.since = time.thread_time()
+        burst_starts()
 
     def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
         busy = timeout is not None and timeout <= 0  # callbacks are ready to run
         if busy:
             give_way()
         events = super().select(timeout)
-        if not busy:  # the loop waited: the next burst of work starts now
-            _burst.since = time.thread_time()
+        if not busy:  # the loop waited
+            burst_starts()
         return events
 
 

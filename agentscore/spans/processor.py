@@ -21,6 +21,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerPro
 from agentscore.errors import ConfigurationError
 from agentscore.evals import Evals
 from agentscore.run import ScorerRun
+from agentscore.runtime.courtesy import burst_starts, give_way
 from agentscore.runtime.hooks import after_fork_in_child
 from agentscore.runtime.workqueue import WorkQueue
 from agentscore.spans.assembler import TraceAssembler
@@ -138,6 +139,7 @@ class ScoringSpanProcessor(SpanProcessor):
         interval = min(self._assembler.idle_timeout / 2, 5.0)
         while True:
             self._spans.wait_for_items(interval)
+            burst_starts()
             closed = self._spans.closed
             batch = self._spans.take()
             try:
@@ -152,6 +154,7 @@ class ScoringSpanProcessor(SpanProcessor):
     def _read(self, batch: list[ReadableSpan]) -> None:
         now = time.monotonic()
         for span in batch:
+            give_way()  # a batch is every span ended since the last: long when loaded
             try:
                 self._submit(self._assembler.add(SpanRecord.from_readable(span).cut(), now))
             except Exception as exc:
