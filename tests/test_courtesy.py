@@ -1,4 +1,4 @@
-"""The background loop hands the GIL to a waiting host thread during long scoring work.
+"""agentscore's scoring loop gives the GIL to a waiting host thread during long scoring work.
 
 A 1 s switch interval takes CPython's forced switches out of the picture: a host thread can
 then run during the loop's work only when the loop gives the GIL away itself.
@@ -14,7 +14,6 @@ from collections.abc import Callable, Coroutine, Iterator
 from typing import Any
 
 import anyio
-import anyio.lowlevel
 import pytest
 
 from agentscore.runtime import courtesy
@@ -45,20 +44,11 @@ def spin(seconds: float) -> None:
 
 
 async def pieces_giving_way(window: list[float]) -> None:
-    """One long callback with `give_way` between its pieces, as a scorer between steps."""
+    """One long callback, with `give_way` between its pieces as a scorer has between steps."""
     window.append(time.perf_counter())
     for _ in range(int(WORK / PIECE)):
         spin(PIECE)
         courtesy.give_way()
-    window.append(time.perf_counter())
-
-
-async def pieces_as_callbacks(window: list[float]) -> None:
-    """Many short callbacks, with nothing between them but the loop itself."""
-    window.append(time.perf_counter())
-    for _ in range(int(WORK / PIECE)):
-        spin(PIECE)
-        await anyio.lowlevel.checkpoint()
     window.append(time.perf_counter())
 
 
@@ -86,16 +76,15 @@ def host_turns_during(run: Runner, work: Work) -> int:
     return sum(start < turn < end for turn in turns)
 
 
-def on_background_loop() -> Runner:
-    loop = BackgroundLoop("agentscore-test-courtesy")
+def on_background_loop(*, courteous: bool) -> Runner:
+    loop = BackgroundLoop("agentscore-test-courtesy", courteous=courteous)
     loop.call(anyio.sleep, 0)  # its thread is up before any work starts
     return loop.call
 
 
 @pytest.mark.usefixtures("no_forced_switches")
-@pytest.mark.parametrize("work", [pieces_giving_way, pieces_as_callbacks])
-def test_the_background_loop_lets_a_waiting_host_thread_run(work: Work) -> None:
-    turns = host_turns_during(on_background_loop(), work)
+def test_the_scoring_loop_lets_a_waiting_host_thread_run() -> None:
+    turns = host_turns_during(on_background_loop(courteous=True), pieces_giving_way)
     # About a turn per GIL_SLICE of work; none at all without the pauses (below).
     assert turns >= WORK / courtesy.GIL_SLICE / 4
 
@@ -105,7 +94,13 @@ def test_without_pauses_the_host_waits_for_all_of_the_work(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(courtesy, "GIL_SLICE", float("inf"))
-    assert host_turns_during(on_background_loop(), pieces_giving_way) == 0
+    assert host_turns_during(on_background_loop(courteous=True), pieces_giving_way) == 0
+
+
+@pytest.mark.usefixtures("no_forced_switches")
+def test_the_loop_that_runs_a_sync_callers_agent_does_not_pause() -> None:
+    # Its work is the caller's own agent, which must not wait on anyone.
+    assert host_turns_during(on_background_loop(courteous=False), pieces_giving_way) == 0
 
 
 @pytest.mark.usefixtures("no_forced_switches")
@@ -115,11 +110,11 @@ def test_give_way_does_nothing_on_the_callers_own_loop() -> None:
 
 
 @pytest.mark.usefixtures("no_forced_switches")
-def test_a_thread_of_agentscores_own_gives_way_once_its_burst_has_started() -> None:
-    # The span processor's reader: a plain thread that calls burst_starts after each wait.
+def test_a_thread_of_agentscores_own_gives_way_once_it_starts_to() -> None:
+    # The span processor's reader: a plain thread that calls start_giving_way.
     def reader(work: Callable[[], Job]) -> None:
         def read() -> None:
-            courtesy.burst_starts()
+            courtesy.start_giving_way()
             asyncio.run(work())
 
         thread = threading.Thread(target=read)

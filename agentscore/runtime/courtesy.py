@@ -1,81 +1,52 @@
 """Scoring in the host's interpreter gives the GIL back often enough that the host never waits
 long for it.
 
-A thread that wants the GIL while another holds it waits until the holder blocks for long
-enough to be overtaken. The zero-timeout poll an event loop makes between callbacks is too
-short for that: the waiter is woken, but the holder has taken the GIL back before the waiter
-runs, and the waiter's switch-interval clock starts again. So an agent thread woken while
-agentscore's loop works through scoring waits for all of the work that is ready (about
-0.8 ms of CPU per faithfulness run on the local judge, times the runs under way), not for
-one callback.
-
-On a courteous loop's thread, every `GIL_SLICE` of CPU time without blocking ends in a real
-sleep, which a waiting thread wins: between the loop's callbacks (`CourteousSelector`) and
-between the pieces of a long callback (`give_way`, which scorers call between steps). The
-span processor's reader thread gives way between the spans it reads.
+Between callbacks, agentscore's loop polls for I/O, which lets a thread waiting on the GIL
+take it. But a scoring run that never waits (faithfulness on the local judge: about 0.6 ms
+of CPU) is a single callback, and the runs under way go one after another: an agent thread
+woken meanwhile waits for all of them, or for CPython's switch interval (5 ms) to force a
+switch. So on agentscore's own threads (the scoring loop, the span processor's reader),
+`give_way` between the pieces of such work (a scorer's steps, the local judge's claims, a
+result's telemetry and sinks, the spans the reader reads) ends every `GIL_SLICE` of the
+thread's CPU time with a real sleep, which a waiting thread wins.
 """
 
 from __future__ import annotations
 
-import asyncio
-import selectors
 import threading
 import time
 
-__all__ = ["GIL_SLICE", "CourteousSelector", "burst_starts", "courteous_event_loop", "give_way"]
+__all__ = ["GIL_SLICE", "give_way", "start_giving_way"]
 
-# Seconds of an agentscore thread's CPU time between pauses (docs/benchmarks.md, "Giving the GIL
-# back"). A host thread woken during scoring waits about this long at most, plus the longest
-# piece of work with no pause point; a shorter slice costs busy scoring more pauses (each
-# about 80 µs of waiting and 17 µs of CPU on Linux).
+# Seconds of an agentscore thread's CPU time between pauses (docs/benchmarks.md, "Giving the
+# GIL back"). A host thread woken during scoring waits about this long at most, plus the
+# longest piece of work with no `give_way`; a shorter slice costs busy scoring more pauses
+# (each about 80 µs of waiting and 17 µs of CPU on Linux).
 GIL_SLICE = 0.00025
 
 
-class _BurstStart(threading.local):
-    # Thread CPU time when this thread last waited or paused; None on threads that are not
-    # agentscore's own (the caller's, with its own loop perhaps): they never pause.
-    since: float | None = None
+class _LastPause(threading.local):
+    # The thread's CPU time at its last pause; None on threads that are not agentscore's own
+    # (the caller's, running its own loop perhaps): they never pause.
+    at: float | None = None
 
 
-_burst = _BurstStart()
+_last_pause = _LastPause()
 
 
-def burst_starts() -> None:
-    """On a thread of agentscore's own that has just waited: its work starts again now, and
-    `give_way` on this thread pauses after every `GIL_SLICE` of it."""
-    _burst.since = time.thread_time()
+def start_giving_way() -> None:
+    """Called once by a thread of agentscore's own: from now on, `give_way` on this thread
+    pauses after every `GIL_SLICE` of its CPU time."""
+    _last_pause.at = time.thread_time()
 
 
 def give_way() -> None:
-    """Between two pieces of scoring work: on agentscore's own threads (the background loop,
-    the span reader), once `GIL_SLICE` has run since the thread last waited, let a thread
-    waiting on the GIL have it. On any other thread, nothing."""
-    since = _burst.since
-    if since is not None and time.thread_time() - since >= GIL_SLICE:
-        # sleep(0) still blocks in the kernel (tens of µs): long enough for a thread
-        # waiting on the GIL to take it, which a zero-timeout poll is not.
+    """Between two pieces of scoring work: on a thread that gives way, once `GIL_SLICE` of its
+    CPU time has gone by since its last pause, let a thread waiting on the GIL have it. On
+    any other thread, nothing."""
+    last = _last_pause.at
+    if last is not None and time.thread_time() - last >= GIL_SLICE:
+        # sleep(0) still blocks in the kernel (about 80 µs here): long enough for a thread
+        # waiting on the GIL to take it.
         time.sleep(0)
-        _burst.since = time.thread_time()
-
-
-class CourteousSelector(selectors.DefaultSelector):
-    """The platform's default selector, giving way between callbacks. Create it on the loop's
-    own thread (the loop factory runs there)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        burst_starts()
-
-    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
-        busy = timeout is not None and timeout <= 0  # callbacks are ready to run
-        if busy:
-            give_way()
-        events = super().select(timeout)
-        if not busy:  # the loop waited
-            burst_starts()
-        return events
-
-
-def courteous_event_loop() -> asyncio.AbstractEventLoop:
-    """An asyncio loop on a `CourteousSelector` (the background loop's `loop_factory`)."""
-    return asyncio.SelectorEventLoop(CourteousSelector())
+        _last_pause.at = time.thread_time()

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import anyio
 from anyio.from_thread import BlockingPortal
 
-from agentscore.runtime.courtesy import courteous_event_loop
+from agentscore.runtime.courtesy import start_giving_way
 from agentscore.runtime.hooks import after_fork_in_child
 
 __all__ = ["SIGNAL_POLL", "BackgroundLoop", "background_loop", "wait_for_result"]
@@ -46,10 +46,16 @@ def wait_for_result(future: concurrent.futures.Future[T]) -> T:
 
 
 class BackgroundLoop:
-    """A daemon thread running an anyio loop, reachable through a blocking portal."""
+    """A daemon thread running an anyio loop, reachable through a blocking portal.
 
-    def __init__(self, name: str = "agentscore-background") -> None:
+    A `courteous` loop (the scoring loop) gives the GIL to waiting threads during long work
+    (`agentscore.runtime.courtesy`); the loop that runs a sync caller's agent does not: its
+    work is the caller's own.
+    """
+
+    def __init__(self, name: str = "agentscore-background", *, courteous: bool = False) -> None:
         self._name = name
+        self._courteous = courteous
         self._reset()
         _loops.add(self)
 
@@ -118,6 +124,8 @@ class BackgroundLoop:
         failure: list[BaseException] = []
 
         async def main() -> None:
+            if self._courteous:
+                start_giving_way()
             async with BlockingPortal() as portal:
                 self._asyncio_loop = asyncio.get_running_loop()
                 self._asyncio_loop.set_default_executor(_ThreadPerCall())
@@ -128,9 +136,7 @@ class BackgroundLoop:
 
         def target() -> None:
             try:
-                # The loop shares the host's GIL: it hands it back during long bursts.
-                options = {"loop_factory": courteous_event_loop}
-                anyio.run(main, backend="asyncio", backend_options=options)
+                anyio.run(main, backend="asyncio")
             except BaseException as exc:  # surfaced to the starting thread below
                 failure.append(exc)
                 ready.set()
@@ -182,4 +188,5 @@ def _reset_loops_in_child() -> None:
 # A child of fork() has only the forking thread: every loop restarts on its first use there.
 after_fork_in_child(_reset_loops_in_child)
 
-background_loop = BackgroundLoop()
+# Scoring shares the host's GIL: it gives it back during long work.
+background_loop = BackgroundLoop(courteous=True)

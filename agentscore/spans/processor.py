@@ -21,7 +21,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerPro
 from agentscore.errors import ConfigurationError
 from agentscore.evals import Evals
 from agentscore.run import ScorerRun
-from agentscore.runtime.courtesy import burst_starts, give_way
+from agentscore.runtime.courtesy import give_way, start_giving_way
 from agentscore.runtime.hooks import after_fork_in_child
 from agentscore.runtime.workqueue import WorkQueue
 from agentscore.spans.assembler import TraceAssembler
@@ -136,10 +136,10 @@ class ScoringSpanProcessor(SpanProcessor):
             self._thread.start()
 
     def _work(self) -> None:
+        start_giving_way()
         interval = min(self._assembler.idle_timeout / 2, 5.0)
         while True:
             self._spans.wait_for_items(interval)
-            burst_starts()
             closed = self._spans.closed
             batch = self._spans.take()
             try:
