@@ -7,6 +7,7 @@ then run during the loop's work only when the loop gives the GIL away itself.
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 import threading
 import time
@@ -16,6 +17,7 @@ from typing import Any
 import anyio
 import pytest
 
+from agentscore.judges._grounding import check_claims
 from agentscore.runtime import courtesy
 from agentscore.runtime.loop import BackgroundLoop
 
@@ -122,3 +124,21 @@ def test_a_thread_of_agentscores_own_gives_way_once_it_starts_to() -> None:
         thread.join()
 
     assert host_turns_during(reader, pieces_giving_way) >= WORK / courtesy.GIL_SLICE / 4
+
+
+@pytest.mark.usefixtures("no_forced_switches")
+def test_reading_a_large_tool_result_gives_way() -> None:
+    # About 120 KB of JSON: a tenth of a second of the local judge reading it, line by line.
+    rows = [
+        {"order_id": n, "city": f"City {n % 97}", "note": f"Parcel {n} weighs {n % 50} kg."}
+        for n in range(1_500)
+    ]
+    context = [json.dumps({"orders": rows})]
+
+    async def read(window: list[float]) -> None:
+        window.append(time.perf_counter())
+        checks = check_claims(["Parcel 7 weighs 7 kg."], context)
+        window.append(time.perf_counter())
+        assert [check.verdict for check in checks] == ["yes"]
+
+    assert host_turns_during(on_background_loop(courteous=True), read) >= 50

@@ -15,6 +15,7 @@ from agentscore.judges._grounding_json import Objects, Step, read_json, walk
 from agentscore.judges._grounding_numbers import Number, line_numbers
 from agentscore.judges._grounding_parse import is_question, scan
 from agentscore.judges._grounding_text import split_sentences
+from agentscore.runtime.courtesy import give_way
 
 __all__ = ["Lines"]
 
@@ -74,6 +75,7 @@ class Lines:
                 continue
             text = texts.get(line)
             if text is None:
+                give_way()  # a large tool result is reading for a second or more
                 text = self._text(line, path, sentence)
                 if text < 0:
                     continue
