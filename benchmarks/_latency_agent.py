@@ -6,8 +6,8 @@ framework's instrumentation would, and exports them with the SDK's BatchSpanProc
 OTLP/HTTP exporter to `--traces` (or agentscore's, `--exporter agentscore`). Requests start
 at Poisson arrivals of the mean rate (open loop: a slow request does not delay the next
 one's start), and each latency runs from its scheduled start to its answer, so time spent
-waiting behind the scorer counts. Prints one JSON object: the latencies in microseconds and what the in-process
-scorer scored.
+waiting behind the scorer counts. Prints one JSON object: the latencies in microseconds
+and what the in-process scorer scored.
 
 Arms: `none` (spans only), `submit` (`Evals.submit` inside the request, after the answer
 is ready), `processor` (a `ScoringSpanProcessor` on the agent's tracer provider); the
