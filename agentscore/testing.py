@@ -179,10 +179,12 @@ class ScriptedEndpoint:
     """Answers requests in script order (or by calling the script with the request body).
 
     When a list script runs out, further requests get a 500 so a test never hangs; `requests`
-    holds every parsed request body, in arrival order.
+    holds every parsed request body, in arrival order, and `request_count` counts them.
+    `keep_requests=False` keeps no body (a benchmark or a long run: each would outlive its
+    request, and every full garbage collection would walk them all).
     """
 
-    def __init__(self, script: Script) -> None:
+    def __init__(self, script: Script, *, keep_requests: bool = True) -> None:
         self._lock = threading.Lock()
         self._responder: Callable[[dict[str, Any]], ScriptedReply]
         if callable(script):
@@ -195,6 +197,8 @@ class ScriptedEndpoint:
 
             self._responder = next_reply
         self.requests: list[dict[str, Any]] = []
+        self.request_count = 0
+        self._keep_requests = keep_requests
 
     def client(self, *, max_retries: int = 2, timeout: float = 30.0) -> AsyncOpenAI:
         httpx = sdk_http_module()
@@ -268,7 +272,9 @@ class ScriptedEndpoint:
 
     def _next_reply(self, body: dict[str, Any]) -> ScriptedReply:
         with self._lock:
-            self.requests.append(body)
+            self.request_count += 1
+            if self._keep_requests:
+                self.requests.append(body)
             return self._responder(body)
 
     @staticmethod

@@ -49,7 +49,7 @@ def model() -> ScriptedEndpoint:
             return chat_completion(ANSWER)
         return chat_completion(None, tool_calls=[("lookup_order", {"order_id": 42})])
 
-    return ScriptedEndpoint(respond)
+    return ScriptedEndpoint(respond, keep_requests=False)
 
 
 def after_answer(seconds: float) -> None:

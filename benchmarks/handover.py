@@ -1,14 +1,20 @@
-"""The hand-over linger A/B: one agent process, `HANDOVER_LINGER` switched every block.
+"""What scoring in the agent's own process costs its requests, arm against arm in one process.
 
 The agent of `benchmarks/_latency_agent.py` (in-process `Evals.submit`, faithfulness with
-the local judge, `--after-ms` of Python work after the submit) answers requests at a steady
-rate (open loop) with spans going nowhere (an exporter-less provider), so nothing but the
-hand-over differs between the arms: blocks of `--block` requests alternate between the
-linger (5 ms), 0 (the job taken as soon as the scoring loop runs) and no scoring at all,
-A B C C B A ..., in one process, so drift and the machine's load hit all three alike.
-Latency runs from each request's scheduled start to its end.
+the local judge, `--after-ms` of Python work after the submit) answers requests at Poisson
+arrivals of a mean rate (open loop) with spans going nowhere (an exporter-less provider),
+so nothing but scoring and how it is scheduled differs between the arms. Blocks of
+`--block` requests rotate between the arms, A B C C B A ..., in one process, so drift and
+the machine's load hit all of them alike; each block's scoring ends before the next block
+starts. Latency runs from each request's scheduled start to its end.
+
+The arms switch one setting each from the shipped one: the hand-over linger
+(`runner.HANDOVER_LINGER`), the longest pause while the host works
+(`courtesy.LONGEST_PAUSE`; 0 is one sleep(0) per slice), and the slice itself
+(`courtesy.GIL_SLICE`; inf never pauses).
 
 Usage: python benchmarks/handover.py [--rate R] [--blocks N] [--block N] [--after-ms MS]
+                                     [--arms NAME ...]
 """
 
 from __future__ import annotations
@@ -16,8 +22,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import random
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from _machine import print_machine
@@ -29,9 +37,30 @@ from _latency_agent import App
 from agentscore import Evals, Runner, Telemetry
 from agentscore.judges import LocalJudge
 from agentscore.pipeline import runner as runner_module
+from agentscore.runtime import courtesy
 from agentscore.scorers import create_faithfulness_scorer
 
-LINGER = runner_module.HANDOVER_LINGER
+
+@dataclass(frozen=True)
+class Arm:
+    scoring: bool = True
+    linger: float = runner_module.HANDOVER_LINGER
+    longest_pause: float = courtesy.LONGEST_PAUSE
+    gil_slice: float = courtesy.GIL_SLICE
+
+    def apply(self) -> None:
+        runner_module.HANDOVER_LINGER = self.linger
+        courtesy.LONGEST_PAUSE = self.longest_pause
+        courtesy.GIL_SLICE = self.gil_slice
+
+
+ARMS = {
+    "no scoring": Arm(scoring=False),
+    "shipped": Arm(),
+    "one sleep a pause": Arm(longest_pause=0.0),
+    "no pauses": Arm(gil_slice=float("inf")),
+    "linger 0": Arm(linger=0.0),
+}
 
 
 def pct(values: list[int], q: float) -> float:
@@ -41,54 +70,63 @@ def pct(values: list[int], q: float) -> float:
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--rate", type=float, default=50.0)
-    parser.add_argument("--blocks", type=int, default=42)
+    parser.add_argument("--rate", type=float, default=100.0)
+    parser.add_argument("--blocks", type=int, default=40, help="per arm")
     parser.add_argument("--block", type=int, default=50)
-    parser.add_argument("--after-ms", type=float, default=3.0)
+    parser.add_argument("--after-ms", type=float, default=0.0)
+    parser.add_argument("--seed", type=int, default=0, help="of the Poisson arrivals")
+    parser.add_argument(
+        "--arms", nargs="+", choices=list(ARMS), default=list(ARMS), help="no scoring always runs"
+    )
     args = parser.parse_args()
+    names = ["no scoring", *(name for name in args.arms if name != "no scoring")]
     print_machine()
     provider = TracerProvider()
     telemetry = Telemetry(tracer_provider=provider, capture_content=True)
     runner = Runner(max_queue=100_000, concurrency=4)
     evals = Evals(scorers=[create_faithfulness_scorer(LocalJudge())], runner=runner,
                   telemetry=telemetry)  # fmt: skip
-    app = App(provider, evals, args.after_ms / 1000)
+    scoring = App(provider, evals, args.after_ms / 1000)
     plain = App(provider, None, args.after_ms / 1000)
-    arms = {"no scoring": None, f"linger {LINGER * 1000:g} ms": LINGER, "linger 0 (as before)": 0.0}
-    times: dict[str, list[int]] = {name: [] for name in arms}
-    names = list(arms)
-    interval = 1 / args.rate
-    for _ in range(args.rate.__int__()):  # warm-up: imports, tables, the scoring thread
-        await app.request()
+    times: dict[str, list[int]] = {name: [] for name in names}
+    arrivals = random.Random(args.seed)
+    for _ in range(int(args.rate)):  # warm-up: imports, tables, the scoring thread
+        await scoring.request()
     await runner.aflush(30)
-    for block in range(args.blocks):
+    for block in range(args.blocks * len(names)):
         turn = block % len(names)  # A B C, C B A, A B C, ...
         name = names[turn if (block // len(names)) % 2 == 0 else len(names) - 1 - turn]
-        linger = arms[name]
-        if linger is not None:
-            runner_module.HANDOVER_LINGER = linger
-        serving = plain if linger is None else app
+        arm = ARMS[name]
+        arm.apply()
+        serving = scoring if arm.scoring else plain
         tasks = []
+        offset = 0.0
         start = time.perf_counter_ns()
 
         async def timed(due: int, name: str = name, serving: App = serving) -> None:
             await serving.request()
             times[name].append((time.perf_counter_ns() - due) // 1000)
 
-        for n in range(args.block):
-            due = start + int(n * interval * 1e9)
+        for _ in range(args.block):
+            offset += arrivals.expovariate(args.rate)
+            due = start + int(offset * 1e9)
             delay = (due - time.perf_counter_ns()) / 1e9
             if delay > 0:
                 await asyncio.sleep(delay)
             tasks.append(asyncio.create_task(timed(due)))
         await asyncio.gather(*tasks)
-        await runner.aflush(30)  # a block's jobs end before the other arm starts
-    print(f"{args.rate:g} requests/s, {args.after_ms:g} ms of work after submit, "
-          f"{args.blocks} blocks of {args.block}")  # fmt: skip
-    print(f"{'ms':<26}{'p50':>8}{'p90':>8}{'p99':>8}{'requests':>10}")
+        await runner.aflush(30)  # a block's jobs end before the next arm starts
+    ARMS["shipped"].apply()
+    print(f"{args.rate:g} requests/s (Poisson), {args.after_ms:g} ms of work after submit, "
+          f"{args.blocks} blocks of {args.block} per arm")  # fmt: skip
+    base = times["no scoring"]
+    print(f"{'ms':<22}{'p50':>7}{'p90':>7}{'p99':>7}{'+p50':>7}{'+p90':>7}{'+p99':>7}"
+          f"{'requests':>10}")  # fmt: skip
     for name, values in times.items():
-        print(f"{name:<26}{pct(values, 0.5):>8.2f}{pct(values, 0.9):>8.2f}"
-              f"{pct(values, 0.99):>8.2f}{len(values):>10}")  # fmt: skip
+        row = [pct(values, q) for q in (0.5, 0.9, 0.99)]
+        added = [r - pct(base, q) for r, q in zip(row, (0.5, 0.9, 0.99), strict=True)]
+        print(f"{name:<22}" + "".join(f"{v:>7.2f}" for v in row)
+              + "".join(f"{v:>+7.2f}" for v in added) + f"{len(values):>10}")  # fmt: skip
     stats = runner.stats()
     print(f"scored {stats.scored}, failed {stats.failed}; load average after {os.getloadavg()}")
 

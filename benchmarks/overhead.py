@@ -114,7 +114,7 @@ def model_endpoint(use_tool: bool) -> ScriptedEndpoint:
             return chat_completion(ANSWER)
         return chat_completion(None, tool_calls=[("lookup_order", {"order_id": 42})])
 
-    return ScriptedEndpoint(respond)
+    return ScriptedEndpoint(respond, keep_requests=False)
 
 
 def judge_endpoint(delay: float) -> ScriptedEndpoint:
@@ -133,7 +133,7 @@ def judge_endpoint(delay: float) -> ScriptedEndpoint:
         claims = [{"claim": c, "verdict": "yes", "reason": "context"} for c in statements]
         return chat_completion({"claims": claims}, delay=delay)
 
-    return ScriptedEndpoint(respond)
+    return ScriptedEndpoint(respond, keep_requests=False)
 
 
 def scorers(judge: ScriptedEndpoint) -> list[Any]:

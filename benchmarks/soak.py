@@ -141,7 +141,8 @@ def main() -> None:
         model = ScriptedEndpoint(
             lambda body: chat_completion(
                 f"Order 1042 shipped on Monday, ticket T{name}{next(counter)}."
-            )
+            ),
+            keep_requests=False,  # the soak's RSS is agentscore's, not the model's log
         )
         agent = Agent(
             name, "m", client=model.client(), evals={"scorers": [scorer], "runner": runner}

@@ -142,3 +142,86 @@ def test_reading_a_large_tool_result_gives_way() -> None:
         assert [check.verdict for check in checks] == ["yes"]
 
     assert host_turns_during(on_background_loop(courteous=True), read) >= 50
+
+
+def working_host(seconds: float, window: list[float]) -> threading.Thread:
+    """A host thread at work for `seconds` without rest: Python work in 200 µs steps, each
+    ended by a system call that lets go of the GIL, as a request's hand-offs between the
+    agent's threads and its sockets do. `window`: its start, end and CPU time."""
+
+    def request() -> None:
+        cpu = time.thread_time()
+        start = time.perf_counter()
+        while time.perf_counter() < start + seconds:
+            spin(0.0002)
+            time.sleep(0)
+        window.extend((start, time.perf_counter(), time.thread_time() - cpu))
+
+    return threading.Thread(target=request)
+
+
+def scoring_share_beside(host_seconds: float) -> float:
+    """Scoring's share of the CPU that it and a working host used while the host worked."""
+    pieces: list[tuple[float, float]] = []  # when each piece ended, and the thread's CPU time
+    host: list[float] = []
+    stop = threading.Event()
+
+    async def score() -> None:
+        while not stop.is_set():
+            spin(PIECE)
+            pieces.append((time.perf_counter(), time.thread_time()))
+            courtesy.give_way()
+
+    scoring = threading.Thread(target=on_background_loop(courteous=True), args=(score,))
+    scoring.start()
+    working_host(host_seconds, host).run()
+    stop.set()
+    scoring.join()
+    start, end, host_cpu = host
+    during = [cpu for at, cpu in pieces if start < at < end]
+    scoring_cpu = during[-1] - during[0] if during else 0.0
+    return scoring_cpu / (scoring_cpu + host_cpu)
+
+
+def test_scoring_stays_out_while_the_host_works_but_is_never_shut_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    staying_out = scoring_share_beside(0.3)
+    monkeypatch.setattr(courtesy, "LONGEST_PAUSE", 0.0)  # a pause is one sleep(0)
+    one_sleep = scoring_share_beside(0.3)
+    # Quiet: about 0.11 against 0.56 (a slice in every LONGEST_PAUSE, against a slice at
+    # every hand-off). With the machine's cores busy, a woken host is slower to take the GIL
+    # and the gap narrows (about 0.33 against 0.55).
+    assert 0.01 < staying_out < 0.75 * one_sleep
+
+
+class CountingSleeps:
+    """`courtesy`'s view of the time module, counting the sleeps that wait for the host."""
+
+    def __init__(self) -> None:
+        self.waits = 0
+
+    def sleep(self, seconds: float) -> None:
+        self.waits += seconds > 0
+        time.sleep(seconds)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(time, name)
+
+
+def test_beside_an_idle_host_a_pause_is_one_sleep(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A host waiting on its model: scoring goes on at its own pace.
+    clock = CountingSleeps()
+    monkeypatch.setattr(courtesy, "time", clock)
+    pieces: list[float] = []
+
+    async def score() -> None:
+        for _ in range(int(WORK / PIECE)):
+            spin(PIECE)
+            pieces.append(time.perf_counter())
+            courtesy.give_way()
+
+    on_background_loop(courteous=True)(score)
+    assert len(pieces) == int(WORK / PIECE)
+    # About 200 pauses; a stray thread of the test process may cost one a wait, no more.
+    assert clock.waits <= 5

@@ -1,5 +1,5 @@
-"""Scoring in the host's interpreter gives the GIL back often enough that the host never waits
-long for it.
+"""Scoring in the host's interpreter runs in the time the host leaves: it gives the GIL back
+often, and stays out while the host is at work.
 
 Between callbacks, agentscore's loop polls for I/O, which lets a thread waiting on the GIL
 take it. But a scoring run that never waits (faithfulness on the local judge: about 0.6 ms
@@ -8,7 +8,15 @@ woken meanwhile waits for all of them, or for CPython's switch interval (5 ms) t
 switch. So on agentscore's own threads (the scoring loop, the span processor's reader),
 `give_way` between the pieces of such work (a scorer's steps, the local judge's claims, a
 result's telemetry and sinks, the spans the reader reads) ends every `GIL_SLICE` of the
-thread's CPU time with a real sleep, which a waiting thread wins.
+thread's CPU time with a pause.
+
+A pause is a real sleep, which a thread waiting on the GIL wins. If the process's other
+threads then kept a core busy for most of the pause, the host is in the middle of its own
+work (a request handing off between its threads, each hand-off a moment when scoring could
+take the GIL back): the pause goes on, in short sleeps, until they let go or `LONGEST_PAUSE`
+has passed. A host that waits on a model most of the time (a live agent) barely slows
+scoring; a host that computes (docs/benchmarks.md, "Staying out while the host works")
+gets its requests through with no slice of scoring between their steps.
 """
 
 from __future__ import annotations
@@ -16,13 +24,23 @@ from __future__ import annotations
 import threading
 import time
 
-__all__ = ["GIL_SLICE", "give_way", "start_giving_way"]
+__all__ = ["GIL_SLICE", "LONGEST_PAUSE", "give_way", "start_giving_way"]
 
 # Seconds of an agentscore thread's CPU time between pauses (docs/benchmarks.md, "Giving the
 # GIL back"). A host thread woken during scoring waits about this long at most, plus the
 # longest piece of work with no `give_way`; a shorter slice costs busy scoring more pauses
 # (each about 80 µs of waiting and 17 µs of CPU on Linux).
 GIL_SLICE = 0.00025
+
+# Wall seconds a pause lasts at most, however busy the host: so scoring goes on (one slice in
+# every LONGEST_PAUSE at worst) beside a host that never rests, and its queue still drains.
+LONGEST_PAUSE = 0.005
+
+# The host is at work when its threads used this share of a core during the pause or more.
+HOST_BUSY_SHARE = 0.5
+
+# One sleep while the host is at work: how soon after it lets go scoring comes back.
+_RECHECK = 0.0005
 
 
 class _LastPause(threading.local):
@@ -42,11 +60,24 @@ def start_giving_way() -> None:
 
 def give_way() -> None:
     """Between two pieces of scoring work: on a thread that gives way, once `GIL_SLICE` of its
-    CPU time has gone by since its last pause, let a thread waiting on the GIL have it. On
-    any other thread, nothing."""
+    CPU time has gone by since its last pause, pause while the host works. On any other
+    thread, nothing."""
     last = _last_pause.at
     if last is not None and time.thread_time() - last >= GIL_SLICE:
-        # sleep(0) still blocks in the kernel (about 80 µs here): long enough for a thread
-        # waiting on the GIL to take it.
-        time.sleep(0)
+        _pause()
         _last_pause.at = time.thread_time()
+
+
+def _pause() -> None:
+    # sleep(0) still blocks in the kernel (about 80 µs here): long enough for a thread waiting
+    # on the GIL to take it. Its CPU from then on is the process's less this thread's.
+    started = time.perf_counter()
+    sleep = 0.0
+    while True:
+        at, process, own = time.perf_counter(), time.process_time(), time.thread_time()
+        time.sleep(sleep)
+        others = time.process_time() - process - (time.thread_time() - own)
+        now = time.perf_counter()
+        if others < HOST_BUSY_SHARE * (now - at) or now - started >= LONGEST_PAUSE:
+            return
+        sleep = min(_RECHECK, started + LONGEST_PAUSE - now)
