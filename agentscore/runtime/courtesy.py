@@ -24,7 +24,7 @@ from __future__ import annotations
 import threading
 import time
 
-__all__ = ["GIL_SLICE", "LONGEST_PAUSE", "give_way", "start_giving_way"]
+__all__ = ["GIL_SLICE", "HOST_BUSY_SHARE", "LONGEST_PAUSE", "give_way", "start_giving_way"]
 
 # Seconds of an agentscore thread's CPU time between pauses (docs/benchmarks.md, "Giving the
 # GIL back"). A host thread woken during scoring waits about this long at most, plus the
@@ -64,20 +64,21 @@ def give_way() -> None:
     thread, nothing."""
     last = _last_pause.at
     if last is not None and time.thread_time() - last >= GIL_SLICE:
-        _pause()
-        _last_pause.at = time.thread_time()
+        _last_pause.at = _pause()
 
 
-def _pause() -> None:
+def _pause() -> float:
+    """Pauses while the host works; returns the thread's CPU time at the end."""
     # sleep(0) still blocks in the kernel (about 80 µs here): long enough for a thread waiting
     # on the GIL to take it. Its CPU from then on is the process's less this thread's.
-    started = time.perf_counter()
+    started = now = time.perf_counter()
     sleep = 0.0
     while True:
-        at, process, own = time.perf_counter(), time.process_time(), time.thread_time()
+        process, own = time.process_time(), time.thread_time()
         time.sleep(sleep)
-        others = time.process_time() - process - (time.thread_time() - own)
-        now = time.perf_counter()
+        at, now = now, time.perf_counter()
+        own_after = time.thread_time()
+        others = time.process_time() - process - (own_after - own)
         if others < HOST_BUSY_SHARE * (now - at) or now - started >= LONGEST_PAUSE:
-            return
+            return own_after
         sleep = min(_RECHECK, started + LONGEST_PAUSE - now)
