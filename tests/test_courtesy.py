@@ -225,3 +225,28 @@ def test_beside_an_idle_host_a_pause_is_one_sleep(monkeypatch: pytest.MonkeyPatc
     assert len(pieces) == int(WORK / PIECE)
     # About 200 pauses; a stray thread of the test process may cost one a wait, no more.
     assert clock.waits <= 5
+
+
+def test_a_host_that_never_lets_go_of_the_gil_still_lets_scoring_through() -> None:
+    # No system call at all on the host's side: only CPython's forced switches (every 5 ms)
+    # hand the GIL over, and each time a pause stays out at most LONGEST_PAUSE.
+    pieces: list[float] = []
+    stop = threading.Event()
+
+    async def score() -> None:
+        while not stop.is_set():
+            spin(PIECE)
+            pieces.append(time.perf_counter())
+            courtesy.give_way()
+
+    scoring = threading.Thread(target=on_background_loop(courteous=True), args=(score,))
+    scoring.start()
+    time.sleep(0.02)
+    start = time.perf_counter()
+    spin(0.3)
+    end = time.perf_counter()
+    stop.set()
+    scoring.join()
+    # About 260 pieces (13 ms of scoring in the host's 300 ms); none would be a queue that
+    # never drains.
+    assert sum(start < piece < end for piece in pieces) >= 20
