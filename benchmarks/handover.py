@@ -6,7 +6,8 @@ arrivals of a mean rate (open loop) with spans going nowhere (an exporter-less p
 so nothing but scoring and how it is scheduled differs between the arms. Blocks of
 `--block` requests rotate between the arms, A B C C B A ..., in one process, so drift and
 the machine's load hit all of them alike; each block's scoring ends before the next block
-starts. Latency runs from each request's scheduled start to its end.
+starts. Latency runs from each request's scheduled start to its end. "+p99 90% interval"
+resamples the arms' k-th blocks together (neighbours in time; benchmarks/_percentiles.py).
 
 The arms switch one setting each from the shipped one: the hand-over linger
 (`runner.HANDOVER_LINGER`), the longest pause while the host works
@@ -29,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from _machine import print_machine
+from _percentiles import added_interval, pct
 from opentelemetry.sdk.trace import TracerProvider
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -63,11 +65,6 @@ ARMS = {
 }
 
 
-def pct(values: list[int], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] / 1000
-
-
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--rate", type=float, default=100.0)
@@ -88,7 +85,8 @@ async def main() -> None:
                   telemetry=telemetry)  # fmt: skip
     scoring = App(provider, evals, args.after_ms / 1000)
     plain = App(provider, None, args.after_ms / 1000)
-    times: dict[str, list[int]] = {name: [] for name in names}
+    # Per arm, its blocks in order: the k-th blocks of the arms are neighbours in time.
+    blocks: dict[str, list[list[int]]] = {name: [] for name in names}
     arrivals = random.Random(args.seed)
     for _ in range(int(args.rate)):  # warm-up: imports, tables, the scoring thread
         await scoring.request()
@@ -102,10 +100,12 @@ async def main() -> None:
         tasks = []
         offset = 0.0
         start = time.perf_counter_ns()
+        kept: list[int] = []
+        blocks[name].append(kept)
 
-        async def timed(due: int, name: str = name, serving: App = serving) -> None:
+        async def timed(due: int, kept: list[int] = kept, serving: App = serving) -> None:
             await serving.request()
-            times[name].append((time.perf_counter_ns() - due) // 1000)
+            kept.append((time.perf_counter_ns() - due) // 1000)
 
         for _ in range(args.block):
             offset += arrivals.expovariate(args.rate)
@@ -119,14 +119,17 @@ async def main() -> None:
     ARMS["shipped"].apply()
     print(f"{args.rate:g} requests/s (Poisson), {args.after_ms:g} ms of work after submit, "
           f"{args.blocks} blocks of {args.block} per arm")  # fmt: skip
+    times = {name: [v for block in kept for v in block] for name, kept in blocks.items()}
     base = times["no scoring"]
     print(f"{'ms':<22}{'p50':>7}{'p90':>7}{'p99':>7}{'+p50':>7}{'+p90':>7}{'+p99':>7}"
-          f"{'requests':>10}")  # fmt: skip
+          f"{'+p99 90% interval':>20}{'requests':>10}")  # fmt: skip
     for name, values in times.items():
         row = [pct(values, q) for q in (0.5, 0.9, 0.99)]
         added = [r - pct(base, q) for r, q in zip(row, (0.5, 0.9, 0.99), strict=True)]
+        low, high = added_interval(blocks["no scoring"], blocks[name], 0.99)
         print(f"{name:<22}" + "".join(f"{v:>7.2f}" for v in row)
-              + "".join(f"{v:>+7.2f}" for v in added) + f"{len(values):>10}")  # fmt: skip
+              + "".join(f"{v:>+7.2f}" for v in added)
+              + f"{f'{low:+.2f} to {high:+.2f}':>20}{len(values):>10}")  # fmt: skip
     stats = runner.stats()
     print(f"scored {stats.scored}, failed {stats.failed}; load average after {os.getloadavg()}")
 

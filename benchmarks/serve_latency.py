@@ -18,7 +18,10 @@ The four arms:
 - out of process: spans to `agentscore serve`, which scores them in its own process.
 
 Arms run one after the other in rounds (A B C D E, then E D C B A, ...) so drift hits all
-alike. "CPU/req" is the agent process's CPU time per request (scoring included), in ms.
+alike; a round's arrivals are the same in every arm, so rounds pair up, and "+p99 90%
+interval" resamples paired rounds (benchmarks/_percentiles.py): the p99 of a few thousand
+Poisson requests moves by 1 to 2 ms between runs here, and a difference means what its
+interval says. "CPU/req" is the agent process's CPU time per request (scoring included), in ms.
 With `--load N`, N busy processes spin during a second pass ("loaded"); the first pass is
 "quiet" only if nothing else runs on the machine: the load average is printed per arm.
 
@@ -49,6 +52,7 @@ from pathlib import Path
 
 import httpx
 from _machine import print_machine
+from _percentiles import added_interval, pct
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -62,11 +66,6 @@ ARMS = {  # name: (agent arm, where its spans go, extra arguments)
     "span processor": ("processor", "receiver", ()),
     "out of process": ("none", "serve", ()),
 }
-
-
-def pct(values: list[int], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] / 1000
 
 
 def measure(
@@ -104,7 +103,7 @@ def cpu_load(processes: int) -> Iterator[None]:
 
 def one_pass(label: str, urls: dict[str, str], args: argparse.Namespace) -> None:
     order = [name for name in ARMS if name in args.arms]
-    latencies: dict[str, list[int]] = {name: [] for name in order}
+    rounds: dict[str, list[list[int]]] = {name: [] for name in order}
     loads: dict[str, list[float]] = {name: [] for name in order}
     scored: dict[str, int] = dict.fromkeys(order, 0)
     cpu: dict[str, list[float]] = {name: [] for name in order}
@@ -115,7 +114,7 @@ def one_pass(label: str, urls: dict[str, str], args: argparse.Namespace) -> None
             result = measure(arm, f"{urls[sink]}/v1/traces", extra, args, seed=round_)
             values = result["latencies_us"]
             assert isinstance(values, list)
-            latencies[name] += values
+            rounds[name].append(values)
             scored[name] += int(str(result["scored"]))
             loads[name].append(os.getloadavg()[0])
             cpu[name].append(float(str(result["cpu_ms_per_request"])))
@@ -123,6 +122,7 @@ def one_pass(label: str, urls: dict[str, str], args: argparse.Namespace) -> None
             assert isinstance(pauses, list)
             full_gc[name] += pauses
     served = httpx.get(f"{urls['serve']}/healthz").json()
+    latencies = {name: [v for values in kept for v in values] for name, kept in rounds.items()}
     base = latencies["no scoring"]
     print(
         f"\n{label}: {args.rate:g} requests/s, {args.rounds} x {args.seconds:g} s per arm, "
@@ -131,12 +131,17 @@ def one_pass(label: str, urls: dict[str, str], args: argparse.Namespace) -> None
         + f", {args.exporter} span exporter"
     )
     head = f"{'ms':<16}{'p50':>8}{'p90':>8}{'p99':>8}{'+p50':>8}{'+p90':>8}{'+p99':>8}"
-    print(f"{head}{'requests':>10}{'CPU/req':>9}{'load 1m':>9}  full GCs (max ms)")
+    print(
+        f"{head}{'+p99 90% interval':>20}{'requests':>10}{'CPU/req':>9}{'load 1m':>9}"
+        "  full GCs (max ms)"
+    )
     for name, values in latencies.items():
         added = [pct(values, q) - pct(base, q) for q in (0.5, 0.9, 0.99)]
+        low, high = added_interval(rounds["no scoring"], rounds[name], 0.99)
         print(
             f"{name:<16}{pct(values, 0.5):>8.2f}{pct(values, 0.9):>8.2f}{pct(values, 0.99):>8.2f}"
-            f"{added[0]:>+8.2f}{added[1]:>+8.2f}{added[2]:>+8.2f}{len(values):>10}"
+            f"{added[0]:>+8.2f}{added[1]:>+8.2f}{added[2]:>+8.2f}"
+            f"{f'{low:+.2f} to {high:+.2f}':>20}{len(values):>10}"
             f"{min(cpu[name]):>9.2f}{max(loads[name]):>9.2f}"
             f"  {len(full_gc[name])} ({max(full_gc[name], default=0):.0f})"
         )
