@@ -13,7 +13,8 @@ The four arms:
   (faithfulness, local judge, on agentscore's background runner in the agent's interpreter);
   "in process, 0 ms" is the same with `HANDOVER_LINGER` set to 0, the hand-over as it was;
   "in process, no pauses" with `courtesy.GIL_SLICE` infinite: the scoring loop never hands
-  the GIL back on its own, as before;
+  the GIL back on its own, as before; "in process, 0.1 ms slice" with a `courtesy.GIL_SLICE`
+  of 0.1 ms;
 - span processor: a `ScoringSpanProcessor` with the same scorer on the agent's provider;
 - out of process: spans to `agentscore serve`, which scores them in its own process.
 
@@ -63,6 +64,7 @@ ARMS = {  # name: (agent arm, where its spans go, extra arguments)
     "in process": ("submit", "receiver", ()),
     "in process, 0 ms": ("submit", "receiver", ("--linger", "0")),
     "in process, no pauses": ("submit", "receiver", ("--gil-slice", "inf")),
+    "in process, 0.1 ms slice": ("submit", "receiver", ("--gil-slice", "0.0001")),
     "span processor": ("processor", "receiver", ()),
     "out of process": ("none", "serve", ()),
 }
