@@ -9,6 +9,7 @@ the machine's drift between rounds widens, as it should.
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Sequence
 
@@ -16,8 +17,11 @@ __all__ = ["added_interval", "pct"]
 
 
 def pct(values: Sequence[int], q: float) -> float:
-    """The `q` quantile of latencies in microseconds, in milliseconds."""
+    """The `q` quantile of latencies in microseconds, in milliseconds; NaN for none (an arm
+    too short to hold a request)."""
     ordered = sorted(values)
+    if not ordered:
+        return float("nan")
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] / 1000
 
 
@@ -38,14 +42,18 @@ def added_interval(
         added = pct([v for r in arm for v in r], q) - pct([v for r in base for v in r], q)
         return added, added
     chooser = random.Random(seed)
-    differences = []
+    differences: list[float] = []
     for _ in range(resamples):
         picked = [chooser.randrange(rounds) for _ in range(rounds)]
         arm_values = [v for i in picked for v in arm[i]]
         base_values = [v for i in picked for v in base[i]]
-        differences.append(pct(arm_values, q) - pct(base_values, q))
+        difference = pct(arm_values, q) - pct(base_values, q)
+        if not math.isnan(difference):  # a resample of empty rounds only says nothing
+            differences.append(difference)
+    if not differences:
+        return math.nan, math.nan
     differences.sort()
     tail = (1 - share) / 2
-    low = differences[int(tail * (resamples - 1))]
-    high = differences[int((1 - tail) * (resamples - 1))]
+    low = differences[int(tail * (len(differences) - 1))]
+    high = differences[int((1 - tail) * (len(differences) - 1))]
     return low, high

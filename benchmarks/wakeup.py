@@ -11,9 +11,8 @@ does. Arms alternate in one process, A B C C B A ..., `--seconds` each.
 
 Arms: no scoring; in process as shipped; the same with other slices of the scoring thread's
 CPU between its pauses (`courtesy.GIL_SLICE`; inf: it never pauses). `--load N` runs N busy
-processes throughout. "runs/s" is
-what the scoring loop scored meanwhile (what it cannot score then waits in its queue and is
-scored between the arms): what shorter slices cost.
+processes throughout. "runs/s" is what the scoring loop scored meanwhile (what it cannot
+score then waits in its queue and is scored between the arms): what shorter slices cost.
 
 Usage: python benchmarks/wakeup.py [--load N] [--rate R] [--seconds S] [--rounds N]
 """
@@ -22,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import os
 import random
 import sys
@@ -125,5 +123,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    multiprocessing.set_start_method("fork")
     main()
