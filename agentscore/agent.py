@@ -26,7 +26,7 @@ from agentscore.adapters import coerce_messages
 from agentscore.errors import ConfigurationError
 from agentscore.evals import Evals, EvalsLike, SampledScorer, sampled_entries
 from agentscore.messages import Message, ToolCall
-from agentscore.pipeline.runner import Runner, default_runner
+from agentscore.pipeline.runner import JobRunner, default_runner
 from agentscore.result import ScoreResult
 from agentscore.run import ScorerRun
 from agentscore.runtime.callbacks import call_user, on_loop
@@ -126,7 +126,7 @@ class Agent:
         self.provider_name = provider_name
         self.evals = Evals.coerce(evals)
         self.telemetry = telemetry or Telemetry()
-        self.runner: Runner = self.evals.runner or default_runner()
+        self.runner: JobRunner = self.evals.runner or default_runner()
         register_secret(api_key)
         register_secret(client.api_key if client is not None else None)
         self._client = LoopLocalClient(

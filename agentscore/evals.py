@@ -22,7 +22,7 @@ from agentscore.errors import ConfigurationError, UnreadableMessageError
 from agentscore.judges.check import JudgeCheck, check_judges
 from agentscore.messages import Message, Role
 from agentscore.pipeline.choose import accepts, accepts_async, sampled_scorers
-from agentscore.pipeline.runner import Runner, ScoreJob, ScoreSink, default_runner
+from agentscore.pipeline.runner import JobRunner, ScoreJob, ScoreSink, default_runner
 from agentscore.run import ScorerRun
 from agentscore.scorers.base import Scorer
 from agentscore.scorers.together import Together
@@ -61,7 +61,7 @@ class Evals:
     sampling: float = 1.0
     filter: Callable[[ScorerRun], bool] | None = None
     on_score: ScoreSink | None = None
-    runner: Runner | None = None
+    runner: JobRunner | None = None
     telemetry: Telemetry | None = None
     _entries: tuple[SampledScorer, ...] = field(init=False, repr=False)
 

@@ -17,6 +17,7 @@ import weakref
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import Protocol
 
 import anyio
 import anyio.to_thread
@@ -25,6 +26,7 @@ import structlog
 from agentscore._options import check_number
 from agentscore.judges.base import Judge
 from agentscore.pipeline.deliver import ScoreSink, deliver
+from agentscore.pipeline.drops import DropHandler, DropReporter
 from agentscore.pipeline.evaluate import evaluate
 from agentscore.pipeline.retry import RetryPolicy
 from agentscore.result import ScoreResult, ScoreStatus
@@ -36,10 +38,10 @@ from agentscore.runtime.workqueue import WorkQueue
 from agentscore.scorers.base import Scorer
 from agentscore.scorers.together import Together
 from agentscore.telemetry.core import Telemetry
-from agentscore.telemetry.evaluations import record_dropped
 
 __all__ = [
     "DropHandler",
+    "JobRunner",
     "Runner",
     "RunnerStats",
     "ScoreJob",
@@ -71,9 +73,6 @@ class ScoreJob:
     together: Together | None = None
 
 
-DropHandler = Callable[[ScoreJob, str], object]
-
-
 @dataclass(frozen=True, slots=True)
 class RunnerStats:
     """submitted = scored + failed + dropped + pending; `delayed` (waiting to retry after a
@@ -85,6 +84,18 @@ class RunnerStats:
     dropped: int
     pending: int
     delayed: int = 0
+
+
+class JobRunner(Protocol):
+    """What scores submitted jobs in the background: `Runner` (a thread of this process) or
+    `ProcessRunner` (a process of its own)."""
+
+    def submit(self, job: ScoreJob) -> bool: ...
+    def add_sink(self, sink: ScoreSink) -> None: ...
+    def stats(self) -> RunnerStats: ...
+    def flush(self, timeout: float | None = None) -> bool: ...
+    async def aflush(self, timeout: float | None = None) -> bool: ...
+    def shutdown(self, timeout: float | None = 5.0) -> bool: ...
 
 
 class Runner:
@@ -112,10 +123,9 @@ class Runner:
         self.max_queue = max_queue
         self.concurrency = concurrency
         self.run_timeout = run_timeout
-        self._on_drop = on_drop
+        self._drops = DropReporter(on_drop, log_interval=drop_log_interval, max_queue=max_queue)
         self._sinks: list[ScoreSink] = [on_score] if on_score else []
         self._loop = loop
-        self._drop_log_interval = drop_log_interval
         self.sink_timeout = sink_timeout
         self.retry = retry if retry is not None else RetryPolicy()
 
@@ -136,8 +146,7 @@ class Runner:
         self._started = self._stopping = False
         self._wakeup: anyio.Event | None = None
         self._closing: anyio.Event | None = None  # set on shutdown: retries stop waiting
-        self._drops_unlogged = 0
-        self._last_drop_log = 0.0
+        self._drops.reset()
 
     def add_sink(self, sink: ScoreSink) -> None:
         """Call `sink(result)` for every finished run, on the background loop: keep a sync
@@ -167,7 +176,7 @@ class Runner:
                 start = refused is None and not self._started
                 self._started = self._started or start
             if refused is not None:
-                self._dropped_job(job, refused.value)
+                self._drops.report(job, refused.value)
                 return False
             if start:
                 self._start()
@@ -331,28 +340,6 @@ class Runner:
         if job.together is None:
             return await attempt(None)
         return await job.together.score(job.scorer, attempt)
-
-    def _dropped_job(self, job: ScoreJob, reason: str) -> None:
-        if job.telemetry is not None:
-            record_dropped(job.telemetry, job.scorer.id, job.run.agent_name)
-        if self._on_drop is not None:
-            try:
-                self._on_drop(job, reason)
-            except Exception as exc:
-                _log.error("on_drop_failed", error_type=type(exc).__name__)
-        now = time.monotonic()
-        with self._lock:
-            self._drops_unlogged += 1
-            if now - self._last_drop_log < self._drop_log_interval:
-                return
-            count, self._drops_unlogged, self._last_drop_log = self._drops_unlogged, 0, now
-        _log.warning(
-            "scorer_runs_dropped",
-            reason=reason,
-            count=count,
-            max_queue=self.max_queue,
-            scorer_id=job.scorer.id,
-        )
 
 
 def _scorer_name(job: ScoreJob) -> str:
