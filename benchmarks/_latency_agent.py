@@ -20,15 +20,17 @@ import argparse
 import asyncio
 import gc
 import json
+import os
 import random
 import time
+from pathlib import Path
 from typing import Any
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-from agentscore import Evals, Runner, ScoringSpanProcessor, Telemetry
+from agentscore import Evals, ProcessRunner, Runner, ScoringSpanProcessor, Telemetry
 from agentscore.judges import LocalJudge
 from agentscore.pipeline import runner as runner_module
 from agentscore.runtime import courtesy
@@ -108,6 +110,12 @@ class App:
             after_answer(self.after)
 
 
+def process_cpu_seconds(pid: int) -> float:
+    """User + system CPU of another process so far (Linux /proc), its start-up included."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 class FullCollections:
     """The interpreter's full (oldest-generation) garbage collections while measuring: each
     pauses every thread of the process, and how often they come depends on how many objects
@@ -138,6 +146,9 @@ async def main() -> None:
     parser.add_argument("--seed", type=int, default=0, help="of the Poisson arrivals")
     parser.add_argument("--linger", type=float, help="replaces runner.HANDOVER_LINGER (s)")
     parser.add_argument("--gil-slice", type=float, help="replaces courtesy.GIL_SLICE (s)")
+    parser.add_argument(
+        "--process", action="store_true", help="score in a ProcessRunner's forked process"
+    )
     parser.add_argument("--after-ms", type=float, default=0.0, help="CPU work after submit")
     parser.add_argument(
         "--exporter",
@@ -158,7 +169,7 @@ async def main() -> None:
     exporter = OtlpSpanExporter if args.exporter == "agentscore" else OTLPSpanExporter
     provider.add_span_processor(BatchSpanProcessor(exporter(args.traces)))
     telemetry = Telemetry(tracer_provider=provider, capture_content=True)
-    runner = Runner(max_queue=100_000, concurrency=4)
+    runner = (ProcessRunner if args.process else Runner)(max_queue=100_000, concurrency=4)
     evals = Evals(scorers=[create_faithfulness_scorer(LocalJudge())], runner=runner,
                   telemetry=telemetry)  # fmt: skip
     processor = None
@@ -209,10 +220,13 @@ async def main() -> None:
         processor.force_flush(30_000)
         await runner.aflush(30)
     cpu_ms = (time.process_time() - cpu) * 1000 / total  # the process's CPU, scoring included
+    child_cpu_ms = 0.0
+    if isinstance(runner, ProcessRunner) and runner.child_pid is not None:
+        child_cpu_ms = process_cpu_seconds(runner.child_pid) * 1000 / total
     stats = runner.stats()
     provider.shutdown()
     print(json.dumps({"latencies_us": latencies, "scored": stats.scored, "failed": stats.failed,
-                      "cpu_ms_per_request": cpu_ms,
+                      "cpu_ms_per_request": cpu_ms, "child_cpu_ms_per_request": child_cpu_ms,
                       "full_gc_ms": [round(p * 1000, 1) for p in collections.pauses]}))  # fmt: skip
 
 

@@ -15,6 +15,8 @@ The four arms:
   "in process, no pauses" with `courtesy.GIL_SLICE` infinite: the scoring loop never hands
   the GIL back on its own, as before; "in process, 0.1 ms slice" with a `courtesy.GIL_SLICE`
   of 0.1 ms;
+- scoring process: `Evals.submit` as in process, with a `ProcessRunner`: the run is scored in
+  a process forked from the agent's ("child CPU/req" is that process's CPU);
 - span processor: a `ScoringSpanProcessor` with the same scorer on the agent's provider;
 - out of process: spans to `agentscore serve`, which scores them in its own process.
 
@@ -65,6 +67,7 @@ ARMS = {  # name: (agent arm, where its spans go, extra arguments)
     "in process, 0 ms": ("submit", "receiver", ("--linger", "0")),
     "in process, no pauses": ("submit", "receiver", ("--gil-slice", "inf")),
     "in process, 0.1 ms slice": ("submit", "receiver", ("--gil-slice", "0.0001")),
+    "scoring process": ("submit", "receiver", ("--process",)),
     "span processor": ("processor", "receiver", ()),
     "out of process": ("none", "serve", ()),
 }
@@ -109,6 +112,7 @@ def one_pass(label: str, urls: dict[str, str], args: argparse.Namespace) -> None
     loads: dict[str, list[float]] = {name: [] for name in order}
     scored: dict[str, int] = dict.fromkeys(order, 0)
     cpu: dict[str, list[float]] = {name: [] for name in order}
+    child_cpu: dict[str, list[float]] = {name: [] for name in order}
     full_gc: dict[str, list[float]] = {name: [] for name in order}
     for round_ in range(args.rounds):
         for name in order if round_ % 2 == 0 else reversed(order):
@@ -120,6 +124,7 @@ def one_pass(label: str, urls: dict[str, str], args: argparse.Namespace) -> None
             scored[name] += int(str(result["scored"]))
             loads[name].append(os.getloadavg()[0])
             cpu[name].append(float(str(result["cpu_ms_per_request"])))
+            child_cpu[name].append(float(str(result["child_cpu_ms_per_request"])))
             pauses = result["full_gc_ms"]
             assert isinstance(pauses, list)
             full_gc[name] += pauses
@@ -134,7 +139,7 @@ def one_pass(label: str, urls: dict[str, str], args: argparse.Namespace) -> None
     )
     head = f"{'ms':<16}{'p50':>8}{'p90':>8}{'p99':>8}{'+p50':>8}{'+p90':>8}{'+p99':>8}"
     print(
-        f"{head}{'+p99 90% interval':>20}{'requests':>10}{'CPU/req':>9}{'load 1m':>9}"
+        f"{head}{'+p99 90% interval':>20}{'requests':>10}{'CPU/req':>9}{'child':>7}{'load 1m':>9}"
         "  full GCs (max ms)"
     )
     for name, values in latencies.items():
@@ -144,7 +149,7 @@ def one_pass(label: str, urls: dict[str, str], args: argparse.Namespace) -> None
             f"{name:<16}{pct(values, 0.5):>8.2f}{pct(values, 0.9):>8.2f}{pct(values, 0.99):>8.2f}"
             f"{added[0]:>+8.2f}{added[1]:>+8.2f}{added[2]:>+8.2f}"
             f"{f'{low:+.2f} to {high:+.2f}':>20}{len(values):>10}"
-            f"{min(cpu[name]):>9.2f}{max(loads[name]):>9.2f}"
+            f"{min(cpu[name]):>9.2f}{min(child_cpu[name]):>7.2f}{max(loads[name]):>9.2f}"
             f"  {len(full_gc[name])} ({max(full_gc[name], default=0):.0f})"
         )
     # Every scorer must have been scoring during its arm, or the comparison says nothing.

@@ -264,7 +264,7 @@ class ProcessRunner:
                     self._sent[token] = sent
                     tokens.append(token)
             try:
-                message = _message(tokens, group)
+                message = _message(tokens, group, self._wants_result(group[0].job))
             except Exception as exc:  # not even the run read here pickles
                 with self._lock:
                     for token in tokens:
@@ -370,10 +370,14 @@ class ProcessRunner:
             if not data:
                 child.ready.set()
                 continue
-            token, result = pickle.loads(data)
+            token, status, result = pickle.loads(data)
             with self._lock:
                 sent = self._sent.pop(token, None)
-            if sent is not None:
+            if sent is None:
+                continue
+            if result is None:  # nothing here wanted it: only how it ended came back
+                self._count(ScoreStatus(status))
+            else:
                 self._finish(sent, result)
         child.ready.set()
         child.results.close()
@@ -404,10 +408,13 @@ class ProcessRunner:
             if sent not in again:
                 self._finish(sent, sent.job.scorer.failed_result(sent.job.run, error))
 
+    def _wants_result(self, job: ScoreJob) -> bool:
+        return job.on_result is not None or bool(self._sinks)
+
     def _finish(self, sent: _Sent, result: ScoreResult) -> None:
         job = sent.job
-        if job.on_result is None and not self._sinks:
-            self._count(result)
+        if not self._wants_result(job):
+            self._count(result.status)
             return
 
         async def deliver_then_count() -> None:
@@ -415,13 +422,13 @@ class ProcessRunner:
                 sinks = (job.on_result, *self._sinks)
                 await deliver(result, sinks, timeout=self.sink_timeout, telemetry=job.telemetry)
             finally:
-                self._count(result)
+                self._count(result.status)
 
         self._loop.spawn(deliver_then_count)
 
-    def _count(self, result: ScoreResult) -> None:
+    def _count(self, status: ScoreStatus) -> None:
         with self._lock:
-            if result.status is ScoreStatus.FAILED:
+            if status is ScoreStatus.FAILED:
                 self._failed += 1
             else:
                 self._scored += 1
@@ -438,7 +445,7 @@ def _generations(batch: list[_Sent]) -> list[list[_Sent]]:
     return list(groups.values())
 
 
-def _message(tokens: list[int], group: list[_Sent]) -> bytes:
+def _message(tokens: list[int], group: list[_Sent], want: bool) -> bytes:
     """One generation for the child, pickled: the run's messages as handed over (read in the
     child) when they pickle, else the run read here."""
     first = group[0].job
@@ -448,10 +455,10 @@ def _message(tokens: list[int], group: list[_Sent]) -> bytes:
     run, read = first.run, first.read
     if read is not None:
         try:
-            return pickle.dumps((tokens, scorers, telemetry, shared, run, read), _PROTOCOL)
+            return pickle.dumps((tokens, want, scorers, telemetry, shared, run, read), _PROTOCOL)
         except Exception:  # a generator, an open file: read here instead
             run, read = read(), None
-    return pickle.dumps((tokens, scorers, telemetry, shared, run, None), _PROTOCOL)
+    return pickle.dumps((tokens, want, scorers, telemetry, shared, run, None), _PROTOCOL)
 
 
 def _child_main(jobs_fd: int, results_fd: int, objects: dict[int, object], runner: Runner) -> None:
@@ -476,12 +483,12 @@ def _child_main(jobs_fd: int, results_fd: int, objects: dict[int, object], runne
                 data = jobs.recv_bytes()
             except EOFError:
                 break
-            tokens, scorer_ids, telemetry_id, shared, run, reader = pickle.loads(data)
+            tokens, want, scorer_ids, telemetry_id, shared, run, reader = pickle.loads(data)
             scorers = [_cast(objects[i], Scorer) for i in scorer_ids]
             telemetry = None if telemetry_id is None else _cast(objects[telemetry_id], Telemetry)
             together = Together(scorers) if shared else None
             for token, scorer in zip(tokens, scorers, strict=True):
-                job = ScoreJob(scorer, run, telemetry, _sender(send, token), reader, together)
+                job = ScoreJob(scorer, run, telemetry, _sender(send, token, want), reader, together)
                 runner.submit(job)
     finally:
         runner.shutdown(timeout=None)
@@ -489,9 +496,10 @@ def _child_main(jobs_fd: int, results_fd: int, objects: dict[int, object], runne
         results.close()
 
 
-def _sender(send: Callable[[bytes], None], token: int) -> ScoreSink:
+def _sender(send: Callable[[bytes], None], token: int, want: bool) -> ScoreSink:
     def send_result(result: ScoreResult) -> None:
-        send(pickle.dumps((token, result), _PROTOCOL))
+        kept = result if want else None
+        send(pickle.dumps((token, result.status.value, kept), _PROTOCOL))
 
     return send_result
 
