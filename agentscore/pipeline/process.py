@@ -45,7 +45,6 @@ import threading
 import time
 import warnings
 import weakref
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
@@ -56,7 +55,6 @@ import structlog
 
 from agentscore._options import check_number
 from agentscore.errors import ConfigurationError
-from agentscore.pipeline import runner as runner_module
 from agentscore.pipeline.deliver import ScoreSink, deliver
 from agentscore.pipeline.drops import DropHandler, DropReporter
 from agentscore.pipeline.retry import RetryPolicy
@@ -73,6 +71,10 @@ __all__ = ["ProcessRunner", "ScoringProcessExited"]
 
 _log = structlog.get_logger("agentscore.process")
 
+# Seconds between a submit that finds the sender idle and the send (the runner's
+# HANDOVER_LINGER is 5 ms): the request is over by then, and the runs submitted meanwhile go
+# in the same write.
+SEND_LINGER = 0.02
 # Seconds between two new children started for objects the running one lacks.
 REFORK_INTERVAL = 1.0
 # Seconds a new child has to say it is ready before it is killed and replaced.
@@ -85,6 +87,8 @@ _MAX_SEEN = 10_000
 # Times a run is sent to a child: a run under way in two children that died fails.
 _SENDS = 2
 _PROTOCOL = pickle.HIGHEST_PROTOCOL
+# Seconds the child gathers results before it sends them up.
+_RESULTS_EVERY = 0.02
 
 
 class ScoringProcessExited(RuntimeError):
@@ -124,6 +128,7 @@ class ProcessRunner:
         drop_log_interval: float = 10.0,
         sink_timeout: float = 30.0,
         retry: RetryPolicy | None = None,
+        nice: int = 10,
         loop: BackgroundLoop = background_loop,
     ) -> None:
         if not hasattr(os, "fork"):
@@ -131,7 +136,9 @@ class ProcessRunner:
         check_number("max_queue", max_queue, low=1, integer=True)
         check_number("drop_log_interval", drop_log_interval, low=0)
         check_number("sink_timeout", sink_timeout, low=0, open_low=True)
+        check_number("nice", nice, low=0, high=19, integer=True)
         self.max_queue = max_queue
+        self.nice = nice
         self.sink_timeout = sink_timeout
         # The child's runner: built here, so a bad option is an error now, not in the child.
         self._child_runner = Runner(
@@ -244,8 +251,9 @@ class ProcessRunner:
             if closing:
                 self._retire_all()
                 return
-            # A submit happens inside the caller's request: wait until it is likely over.
-            time.sleep(runner_module.HANDOVER_LINGER)
+            # A submit happens inside the caller's request: wait until it is likely over, and
+            # for the runs that follow, sent with it.
+            time.sleep(SEND_LINGER)
             with self._lock:
                 batch, self._resend = self._resend, []
             batch += [_Sent(job) for job in self._work.take()]
@@ -253,8 +261,9 @@ class ProcessRunner:
                 self._send(batch)
 
     def _send(self, batch: list[_Sent]) -> None:
+        child = self._child_for(batch)
+        messages: list[bytes] = []
         for group in _generations(batch):
-            child = self._child_for(group)
             with self._lock:
                 tokens = []
                 for sent in group:
@@ -264,23 +273,21 @@ class ProcessRunner:
                     self._sent[token] = sent
                     tokens.append(token)
             try:
-                message = _message(tokens, group, self._wants_result(group[0].job))
+                messages.append(_message(tokens, group, self._wants_result(group[0].job)))
             except Exception as exc:  # not even the run read here pickles
                 with self._lock:
                     for token in tokens:
                         del self._sent[token]
-                for sent in group:
-                    self._finish(sent, sent.job.scorer.failed_result(sent.job.run, exc))
-                continue
-            try:
-                child.jobs.send_bytes(message)
-            except OSError:
-                # The child died: its reader finds the runs under way and sends them again.
-                _log.warning("scoring_process_unreachable", pid=child.pid)
+                self._finish(*((s, s.job.scorer.failed_result(s.job.run, exc)) for s in group))
+        try:
+            child.jobs.send_bytes(pickle.dumps(messages, _PROTOCOL))
+        except OSError:
+            # The child died: its reader finds the runs under way and sends them again.
+            _log.warning("scoring_process_unreachable", pid=child.pid)
 
-    def _child_for(self, group: list[_Sent]) -> _Child:
+    def _child_for(self, batch: list[_Sent]) -> _Child:
         objects: dict[int, object] = {}
-        for sent in group:
+        for sent in batch:
             objects[id(sent.job.scorer)] = sent.job.scorer
             if sent.job.telemetry is not None:
                 objects[id(sent.job.telemetry)] = sent.job.telemetry
@@ -307,7 +314,7 @@ class ProcessRunner:
         results_read, results_write = os.pipe()
         self._last_fork = time.monotonic()
         # Taken now: in the child, the after-fork reset empties this object's own state.
-        objects, child_runner = self._seen, self._child_runner
+        objects, child_runner, nice = self._seen, self._child_runner, self.nice
         with warnings.catch_warnings():
             # Python 3.12 warns of forking a process with threads: locks another thread held
             # stay held in the child. agentscore's own are reset after the fork
@@ -320,7 +327,7 @@ class ProcessRunner:
             try:
                 os.close(jobs_write)
                 os.close(results_read)
-                _child_main(jobs_read, results_write, objects, child_runner)
+                _child_main(jobs_read, results_write, objects, child_runner, nice)
                 status = 0
             except BaseException as exc:
                 _log.exception("scoring_process_failed", error_type=type(exc).__name__)
@@ -370,15 +377,17 @@ class ProcessRunner:
             if not data:
                 child.ready.set()
                 continue
-            token, status, result = pickle.loads(data)
-            with self._lock:
-                sent = self._sent.pop(token, None)
-            if sent is None:
-                continue
-            if result is None:  # nothing here wanted it: only how it ended came back
-                self._count(ScoreStatus(status))
-            else:
-                self._finish(sent, result)
+            finished: list[tuple[_Sent, ScoreResult]] = []
+            for token, status, result in pickle.loads(data):
+                with self._lock:
+                    sent = self._sent.pop(token, None)
+                if sent is None:
+                    continue
+                if result is None:  # nothing here wanted it: only how it ended came back
+                    self._count(ScoreStatus(status))
+                else:
+                    finished.append((sent, result))
+            self._finish(*finished)
         child.ready.set()
         child.results.close()
         _, status = os.waitpid(child.pid, 0)
@@ -404,27 +413,37 @@ class ProcessRunner:
                 runs_failed=len(lost) - len(again),
             )
         error = ScoringProcessExited(f"the scoring process exited ({_describe(status)})")
-        for _, sent in lost:
-            if sent not in again:
-                self._finish(sent, sent.job.scorer.failed_result(sent.job.run, error))
+        gone = [sent for _, sent in lost if sent not in again]
+        self._finish(*((s, s.job.scorer.failed_result(s.job.run, error)) for s in gone))
 
     def _wants_result(self, job: ScoreJob) -> bool:
         return job.on_result is not None or bool(self._sinks)
 
-    def _finish(self, sent: _Sent, result: ScoreResult) -> None:
-        job = sent.job
-        if not self._wants_result(job):
-            self._count(result.status)
+    def _finish(self, *finished: tuple[_Sent, ScoreResult]) -> None:
+        """Results to the sinks that want them, on the background loop (one wake-up for the
+        lot), each result counted once it was delivered."""
+        wanted = []
+        for sent, result in finished:
+            if self._wants_result(sent.job):
+                wanted.append((sent.job, result))
+            else:
+                self._count(result.status)
+        if not wanted:
             return
 
-        async def deliver_then_count() -> None:
+        async def deliver_then_count(job: ScoreJob, result: ScoreResult) -> None:
             try:
                 sinks = (job.on_result, *self._sinks)
                 await deliver(result, sinks, timeout=self.sink_timeout, telemetry=job.telemetry)
             finally:
                 self._count(result.status)
 
-        self._loop.spawn(deliver_then_count)
+        async def deliver_all() -> None:
+            async with anyio.create_task_group() as group:
+                for job, result in wanted:
+                    group.start_soon(deliver_then_count, job, result)
+
+        self._loop.spawn(deliver_all)
 
     def _count(self, status: ScoreStatus) -> None:
         with self._lock:
@@ -461,47 +480,85 @@ def _message(tokens: list[int], group: list[_Sent], want: bool) -> bytes:
     return pickle.dumps((tokens, want, scorers, telemetry, shared, run, None), _PROTOCOL)
 
 
-def _child_main(jobs_fd: int, results_fd: int, objects: dict[int, object], runner: Runner) -> None:
+def _child_main(
+    jobs_fd: int, results_fd: int, objects: dict[int, object], runner: Runner, nice: int
+) -> None:
     """The scoring process: runs what arrives until the parent closes the pipe, then finishes
     what it holds and exits."""
     # A terminal's Ctrl-C, or a TERM to the whole group, is for the parent: it closes the
     # pipe when it goes, and this process finishes what it holds first.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    # Scoring takes the CPU the agent's requests leave: on a busy machine it falls behind
+    # (its runs wait in the queue), not the agent.
+    os.nice(nice)
     jobs = Connection(jobs_fd, writable=False)
-    results = Connection(results_fd, readable=False)
-    sending = threading.Lock()
-
-    def send(data: bytes) -> None:
-        with sending:
-            results.send_bytes(data)
-
-    send(b"")  # ready
+    results = _Results(Connection(results_fd, readable=False))
     try:
         while True:
             try:
                 data = jobs.recv_bytes()
             except EOFError:
                 break
-            tokens, want, scorer_ids, telemetry_id, shared, run, reader = pickle.loads(data)
-            scorers = [_cast(objects[i], Scorer) for i in scorer_ids]
-            telemetry = None if telemetry_id is None else _cast(objects[telemetry_id], Telemetry)
-            together = Together(scorers) if shared else None
-            for token, scorer in zip(tokens, scorers, strict=True):
-                job = ScoreJob(scorer, run, telemetry, _sender(send, token, want), reader, together)
-                runner.submit(job)
+            for message in pickle.loads(data):
+                _submit_generation(runner, objects, results, pickle.loads(message))
     finally:
         runner.shutdown(timeout=None)
         _flush_telemetry(objects.values())
         results.close()
 
 
-def _sender(send: Callable[[bytes], None], token: int, want: bool) -> ScoreSink:
-    def send_result(result: ScoreResult) -> None:
-        kept = result if want else None
-        send(pickle.dumps((token, result.status.value, kept), _PROTOCOL))
+def _submit_generation(
+    runner: Runner, objects: dict[int, object], results: _Results, message: tuple[Any, ...]
+) -> None:
+    tokens, want, scorer_ids, telemetry_id, shared, run, reader = message
+    scorers = [_cast(objects[i], Scorer) for i in scorer_ids]
+    telemetry = None if telemetry_id is None else _cast(objects[telemetry_id], Telemetry)
+    together = Together(scorers) if shared else None
+    for token, scorer in zip(tokens, scorers, strict=True):
+        runner.submit(ScoreJob(scorer, run, telemetry, results.sink(token, want), reader, together))
 
-    return send_result
+
+class _Results:
+    """The child's results on their way to the parent, a batch every `_RESULTS_EVERY`
+    seconds: the parent's reader wakes once a batch, not once a run."""
+
+    def __init__(self, pipe: Connection) -> None:
+        self._pipe = pipe
+        self._batch: list[tuple[int, str, ScoreResult | None]] = []
+        self._changed = threading.Condition()
+        self._closed = False
+        self._pipe.send_bytes(b"")  # ready
+        self._thread = threading.Thread(target=self._send_loop, daemon=True)
+        self._thread.start()
+
+    def sink(self, token: int, want: bool) -> ScoreSink:
+        def keep(result: ScoreResult) -> None:
+            with self._changed:
+                self._batch.append((token, result.status.value, result if want else None))
+                self._changed.notify()
+
+        return keep
+
+    def close(self) -> None:
+        with self._changed:
+            self._closed = True
+            self._changed.notify()
+        self._thread.join()
+        self._pipe.close()
+
+    def _send_loop(self) -> None:
+        while True:
+            with self._changed:
+                self._changed.wait_for(lambda: self._batch or self._closed)
+                closed = self._closed
+            time.sleep(0 if closed else _RESULTS_EVERY)
+            with self._changed:
+                batch, self._batch = self._batch, []
+            if batch:
+                self._pipe.send_bytes(pickle.dumps(batch, _PROTOCOL))
+            if closed:
+                return
 
 
 def _cast(value: object, kind: type[Any]) -> Any:
