@@ -371,3 +371,47 @@ def test_a_job_submitted_directly_is_scored(runner: ProcessRunner, tmp_path: Pat
     assert runner.submit(job)
     assert runner.flush(20)
     assert [(r.run_id, r.score) for r in done] == [("r1", 1.0)]
+
+
+def test_a_child_whose_scoring_loop_hangs_is_killed_and_replaced(
+    runner: ProcessRunner, monkeypatch: pytest.MonkeyPatch, fast_refork: None
+) -> None:
+    monkeypatch.setattr(process, "HEARTBEAT", 0.05)
+    monkeypatch.setattr(process, "SILENCE_TIMEOUT", 0.5)
+
+    async def analyze(params: StepParams) -> float:
+        if params.run.input[0].content == "hang":
+            time.sleep(60)  # noqa: ASYNC251 - blocks the child's loop on purpose
+        return 1.0
+
+    results: list[ScoreResult] = []
+    scorer = create_scorer(id="hang", analyze=analyze, generate_score=lambda p: 1.0)
+    evals = Evals(scorers=[scorer], runner=runner, on_score=results.append)
+    evals.submit("hang", "answer")
+    assert runner.flush(30)
+    [failed] = results
+    assert failed.error is not None and failed.error.type == "ScoringProcessExited"
+    evals.submit("fine", "answer")
+    assert runner.flush(30)
+    assert results[-1].status is ScoreStatus.SCORED
+
+
+def test_a_refused_fork_delays_runs_and_loses_none(
+    runner: ProcessRunner, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, fast_refork: None
+) -> None:
+    real_fork = os.fork
+    refused: list[int] = []
+
+    def fork_once_refused() -> int:
+        if not refused:
+            refused.append(1)
+            raise BlockingIOError(11, "Resource temporarily unavailable")
+        return real_fork()
+
+    monkeypatch.setattr(os, "fork", fork_once_refused)
+    evals = Evals(scorers=[pid_scorer(tmp_path / "log")], runner=runner)
+    for n in range(3):
+        evals.submit(f"q{n}", "answer")
+    assert runner.flush(30)
+    assert refused == [1]
+    assert runner.stats() == RunnerStats(3, 3, 0, 0, 0, 0)

@@ -22,8 +22,8 @@ Nothing is lost or repeated by a process event:
 - a child that dies (killed, crashed) is replaced; its runs under way go to the next child
   once, and end as failed results (`ScoringProcessExited`) if they were under way in that one
   when it died too;
-- a child that does not start within `STARTUP_TIMEOUT` (a lock copied held by the fork) is
-  killed and replaced;
+- a child whose scoring loop has not been heard from for `SILENCE_TIMEOUT` (stuck on a lock
+  the fork copied held, say) is killed and replaced the same way;
 - at the parent's exit, queued runs are sent and their results waited for within the exit
   budget (AGENTSCORE_EXIT_FLUSH_TIMEOUT); a parent killed outright leaves the child to finish
   what it holds, export it and exit (it sees the end of its pipe);
@@ -77,8 +77,11 @@ _log = structlog.get_logger("agentscore.process")
 SEND_LINGER = 0.02
 # Seconds between two new children started for objects the running one lacks.
 REFORK_INTERVAL = 1.0
-# Seconds a new child has to say it is ready before it is killed and replaced.
-STARTUP_TIMEOUT = 10.0
+# The child's scoring loop says it is alive every HEARTBEAT seconds; silent for
+# SILENCE_TIMEOUT, it is killed and replaced (generous: a niced child on a busy machine may
+# wait seconds for a CPU).
+HEARTBEAT = 1.0
+SILENCE_TIMEOUT = 30.0
 # Seconds the sender waits for work before looking again (a nudge wakes it sooner).
 _IDLE_WAIT = 1.0
 # Objects kept for children to have (by id: held, so no new object takes the id); past this
@@ -101,7 +104,8 @@ class _Child:
     jobs: Connection  # parent -> child: batches of runs
     results: Connection  # child -> parent: results
     known: frozenset[int]  # ids of the parent's objects the child has a copy of
-    ready: threading.Event = field(default_factory=threading.Event)
+    heard: float = field(default_factory=time.monotonic)  # last message from the child
+    gone: threading.Event = field(default_factory=threading.Event)
     retired: bool = False  # sent no more runs: finishes what it holds, then exits
 
 
@@ -245,20 +249,35 @@ class ProcessRunner:
 
     def _send_loop(self) -> None:
         while True:
+            try:
+                if self._send_some():
+                    return
+            except Exception as exc:  # a fork refused (no memory, too many processes)
+                _log.error("scoring_process_send_failed", error_type=type(exc).__name__)
+                time.sleep(REFORK_INTERVAL)
+
+    def _send_some(self) -> bool:
+        """Sends what is queued; True once closed and nothing is left to send."""
+        while True:
             self._work.wait_for_items(_IDLE_WAIT)
             with self._lock:
                 closing = self._work.closed and not len(self._work) and not self._resend
             if closing:
                 self._retire_all()
-                return
+                return True
             # A submit happens inside the caller's request: wait until it is likely over, and
             # for the runs that follow, sent with it.
             time.sleep(SEND_LINGER)
             with self._lock:
                 batch, self._resend = self._resend, []
             batch += [_Sent(job) for job in self._work.take()]
-            if batch:
+            try:
                 self._send(batch)
+            except Exception:
+                # Nothing reached a child: these runs go first on the next try.
+                with self._lock:
+                    self._resend = [sent for sent in batch if sent.child is None] + self._resend
+                raise
 
     def _send(self, batch: list[_Sent]) -> None:
         child = self._child_for(batch)
@@ -319,7 +338,7 @@ class ProcessRunner:
             # Python 3.12 warns of forking a process with threads: locks another thread held
             # stay held in the child. agentscore's own are reset after the fork
             # (runtime.hooks), the SDK's processors reset theirs, and a child that hangs
-            # anyway is killed after STARTUP_TIMEOUT.
+            # anyway is killed after SILENCE_TIMEOUT.
             warnings.simplefilter("ignore", DeprecationWarning)
             pid = os.fork()
         if pid == 0:  # the child: never returns into the parent's code
@@ -347,14 +366,16 @@ class ProcessRunner:
         threading.Thread(
             target=self._read_loop, args=(child,), name="agentscore-process-read", daemon=True
         ).start()
-        threading.Thread(target=self._watch_start, args=(child,), daemon=True).start()
+        threading.Thread(target=self._watch, args=(child,), daemon=True).start()
         return child
 
-    def _watch_start(self, child: _Child) -> None:
-        if not child.ready.wait(STARTUP_TIMEOUT):
-            _log.error("scoring_process_hung", pid=child.pid, timeout=STARTUP_TIMEOUT)
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(child.pid, signal.SIGKILL)
+    def _watch(self, child: _Child) -> None:
+        while not child.gone.wait(HEARTBEAT):
+            if time.monotonic() - child.heard > SILENCE_TIMEOUT:
+                _log.error("scoring_process_hung", pid=child.pid, timeout=SILENCE_TIMEOUT)
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(child.pid, signal.SIGKILL)  # its reader sends its runs again
+                return
 
     def _retire(self, child: _Child) -> None:
         child.retired = True
@@ -374,24 +395,32 @@ class ProcessRunner:
                 data = child.results.recv_bytes()
             except (EOFError, OSError):
                 break
-            if not data:
-                child.ready.set()
-                continue
-            finished: list[tuple[_Sent, ScoreResult]] = []
-            for token, status, result in pickle.loads(data):
-                with self._lock:
-                    sent = self._sent.pop(token, None)
-                if sent is None:
-                    continue
-                if result is None:  # nothing here wanted it: only how it ended came back
-                    self._count(ScoreStatus(status))
-                else:
-                    finished.append((sent, result))
-            self._finish(*finished)
-        child.ready.set()
+            child.heard = time.monotonic()
+            try:
+                self._take_results(data)
+            except Exception as exc:  # a message that does not unpickle: the child is broken
+                _log.error("scoring_process_garbled", pid=child.pid, error_type=type(exc).__name__)
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(child.pid, signal.SIGKILL)
+        child.gone.set()
         child.results.close()
         _, status = os.waitpid(child.pid, 0)
         self._ended(child, status)
+
+    def _take_results(self, data: bytes) -> None:
+        if not data:  # a heartbeat
+            return
+        finished: list[tuple[_Sent, ScoreResult]] = []
+        for token, status, result in pickle.loads(data):
+            with self._lock:
+                sent = self._sent.pop(token, None)
+            if sent is None:
+                continue
+            if result is None:  # nothing here wanted it: only how it ended came back
+                self._count(ScoreStatus(status))
+            else:
+                finished.append((sent, result))
+        self._finish(*finished)
 
     def _ended(self, child: _Child, status: int) -> None:
         with self._lock:
@@ -494,6 +523,13 @@ def _child_main(
     os.nice(nice)
     jobs = Connection(jobs_fd, writable=False)
     results = _Results(Connection(results_fd, readable=False))
+
+    async def heartbeat() -> None:  # from the scoring loop: its silence is what matters
+        while True:
+            results.beat()
+            await anyio.sleep(HEARTBEAT)
+
+    background_loop.spawn(heartbeat)
     try:
         while True:
             try:
@@ -528,7 +564,7 @@ class _Results:
         self._batch: list[tuple[int, str, ScoreResult | None]] = []
         self._changed = threading.Condition()
         self._closed = False
-        self._pipe.send_bytes(b"")  # ready
+        self._beat = False
         self._thread = threading.Thread(target=self._send_loop, daemon=True)
         self._thread.start()
 
@@ -540,6 +576,12 @@ class _Results:
 
         return keep
 
+    def beat(self) -> None:
+        """The scoring loop is alive: an empty message goes up (a heartbeat)."""
+        with self._changed:
+            self._beat = True
+            self._changed.notify()
+
     def close(self) -> None:
         with self._changed:
             self._closed = True
@@ -550,13 +592,13 @@ class _Results:
     def _send_loop(self) -> None:
         while True:
             with self._changed:
-                self._changed.wait_for(lambda: self._batch or self._closed)
+                self._changed.wait_for(lambda: self._batch or self._beat or self._closed)
                 closed = self._closed
-            time.sleep(0 if closed else _RESULTS_EVERY)
+            if self._batch and not closed:
+                time.sleep(_RESULTS_EVERY)
             with self._changed:
-                batch, self._batch = self._batch, []
-            if batch:
-                self._pipe.send_bytes(pickle.dumps(batch, _PROTOCOL))
+                batch, self._batch, self._beat = self._batch, [], False
+            self._pipe.send_bytes(pickle.dumps(batch, _PROTOCOL) if batch else b"")
             if closed:
                 return
 
