@@ -32,6 +32,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from agentscore import Evals, ProcessRunner, Runner, ScoringSpanProcessor, Telemetry
 from agentscore.judges import LocalJudge
+from agentscore.pipeline import process
 from agentscore.pipeline import runner as runner_module
 from agentscore.runtime import courtesy
 from agentscore.scorers import create_faithfulness_scorer
@@ -149,6 +150,9 @@ async def main() -> None:
     parser.add_argument(
         "--process", action="store_true", help="score in a ProcessRunner's forked process"
     )
+    parser.add_argument(
+        "--batch-ms", type=float, help="replaces process.SEND_LINGER and RESULTS_EVERY (ms)"
+    )
     parser.add_argument("--after-ms", type=float, default=0.0, help="CPU work after submit")
     parser.add_argument(
         "--exporter",
@@ -162,6 +166,8 @@ async def main() -> None:
     args = parser.parse_args()
     if args.linger is not None:
         runner_module.HANDOVER_LINGER = args.linger  # 0: the hand-over as it was before
+    if args.batch_ms is not None:
+        process.SEND_LINGER = process.RESULTS_EVERY = args.batch_ms / 1000
     if args.gil_slice is not None:
         courtesy.GIL_SLICE = args.gil_slice  # inf: the loop never pauses for the host
 

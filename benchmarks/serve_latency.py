@@ -16,7 +16,8 @@ The four arms:
   the GIL back on its own, as before; "in process, 0.1 ms slice" with a `courtesy.GIL_SLICE`
   of 0.1 ms;
 - scoring process: `Evals.submit` as in process, with a `ProcessRunner`: the run is scored in
-  a process forked from the agent's ("child CPU/req" is that process's CPU);
+  a process forked from the agent's ("child" is that process's CPU per request); "scoring
+  process, 20 ms" sends runs and results in batches 20 ms apart instead of 200;
 - span processor: a `ScoringSpanProcessor` with the same scorer on the agent's provider;
 - out of process: spans to `agentscore serve`, which scores them in its own process.
 
@@ -68,6 +69,7 @@ ARMS = {  # name: (agent arm, where its spans go, extra arguments)
     "in process, no pauses": ("submit", "receiver", ("--gil-slice", "inf")),
     "in process, 0.1 ms slice": ("submit", "receiver", ("--gil-slice", "0.0001")),
     "scoring process": ("submit", "receiver", ("--process",)),
+    "scoring process, 20 ms": ("submit", "receiver", ("--process", "--batch-ms", "20")),
     "span processor": ("processor", "receiver", ()),
     "out of process": ("none", "serve", ()),
 }

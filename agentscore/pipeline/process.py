@@ -58,9 +58,9 @@ from agentscore.errors import ConfigurationError
 from agentscore.pipeline.deliver import ScoreSink, deliver
 from agentscore.pipeline.drops import DropHandler, DropReporter
 from agentscore.pipeline.retry import RetryPolicy
-from agentscore.pipeline.runner import Runner, RunnerStats, ScoreJob
+from agentscore.pipeline.runner import Runner, RunnerStats, ScoreJob, started
 from agentscore.result import ScoreResult, ScoreStatus
-from agentscore.runtime.hooks import after_fork_in_child, at_exit, exit_deadline, on_drain
+from agentscore.runtime.hooks import after_fork_in_child
 from agentscore.runtime.loop import BackgroundLoop, background_loop
 from agentscore.runtime.workqueue import WorkQueue
 from agentscore.scorers.base import Scorer
@@ -71,10 +71,12 @@ __all__ = ["ProcessRunner", "ScoringProcessExited"]
 
 _log = structlog.get_logger("agentscore.process")
 
-# Seconds between a submit that finds the sender idle and the send (the runner's
-# HANDOVER_LINGER is 5 ms): the request is over by then, and the runs submitted meanwhile go
-# in the same write.
-SEND_LINGER = 0.02
+# Seconds between a submit that finds the sender idle and the send: the request is long over,
+# and the runs submitted meanwhile go in the same write. Each wake-up of a thread of ours
+# takes the GIL from the agent's requests, and on a busy machine the kernel may preempt it
+# holding the GIL: batches 200 ms apart took the agent's added p99 beside two busy processes
+# from +7.4 ms (20 ms apart) to +3.5 (docs/benchmarks.md).
+SEND_LINGER = 0.2
 # Seconds between two new children started for objects the running one lacks.
 REFORK_INTERVAL = 1.0
 # The child's scoring loop says it is alive every HEARTBEAT seconds; silent for
@@ -90,8 +92,9 @@ _MAX_SEEN = 10_000
 # Times a run is sent to a child: a run under way in two children that died fails.
 _SENDS = 2
 _PROTOCOL = pickle.HIGHEST_PROTOCOL
-# Seconds the child gathers results before it sends them up.
-_RESULTS_EVERY = 0.02
+# Seconds the child gathers results before it sends them up (the parent's reader wakes once
+# a batch: see SEND_LINGER).
+RESULTS_EVERY = 0.2
 
 
 class ScoringProcessExited(RuntimeError):
@@ -219,7 +222,7 @@ class ProcessRunner:
             if start:
                 assert self._sender is not None
                 self._sender.start()
-                _started.add(self)
+                started(self)
             return True
         except Exception as exc:  # the caller must never see scoring trouble
             _log.error("submit_failed", error_type=type(exc).__name__)
@@ -556,7 +559,7 @@ def _submit_generation(
 
 
 class _Results:
-    """The child's results on their way to the parent, a batch every `_RESULTS_EVERY`
+    """The child's results on their way to the parent, a batch every `RESULTS_EVERY`
     seconds: the parent's reader wakes once a batch, not once a run."""
 
     def __init__(self, pipe: Connection) -> None:
@@ -595,7 +598,7 @@ class _Results:
                 self._changed.wait_for(lambda: self._batch or self._beat or self._closed)
                 closed = self._closed
             if self._batch and not closed:
-                time.sleep(_RESULTS_EVERY)
+                time.sleep(RESULTS_EVERY)
             with self._changed:
                 batch, self._batch, self._beat = self._batch, [], False
             self._pipe.send_bytes(pickle.dumps(batch, _PROTOCOL) if batch else b"")
@@ -642,14 +645,12 @@ def _describe(status: int) -> str:
 
 
 _all: weakref.WeakSet[ProcessRunner] = weakref.WeakSet()
-_started: weakref.WeakSet[ProcessRunner] = weakref.WeakSet()
 
 
 def _forget_in_child() -> None:
     """In any forked child (ours, or a pre-forking server's worker): the pipes to the
     parent's scoring processes are the parent's. Held open here, a scoring process would
     never see its parent close them."""
-    _started.clear()
     for process_runner in list(_all):
         for child in process_runner._children:
             with contextlib.suppress(OSError):
@@ -660,20 +661,3 @@ def _forget_in_child() -> None:
 
 
 after_fork_in_child(_forget_in_child)
-
-
-def _flush_started(timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    return all(
-        process_runner.flush(max(0.0, deadline - time.monotonic()))
-        for process_runner in list(_started)
-    )
-
-
-def _shutdown_at_exit() -> None:
-    for process_runner in list(_started):
-        process_runner.shutdown(max(0.0, exit_deadline() - time.monotonic()))
-
-
-on_drain(_flush_started)
-at_exit(_shutdown_at_exit)

@@ -49,6 +49,7 @@ __all__ = [
     "default_runner",
     "flush_started_runners",
     "shutdown_started_runners",
+    "started",
 ]
 
 _log = structlog.get_logger("agentscore.runner")
@@ -219,7 +220,7 @@ class Runner:
         # Not the portal's start_task_soon: it waits for the loop to take the task, which
         # a busy loop makes the caller pay for.
         self._loop.spawn(self._dispatch)
-        _started_runners.add(self)
+        started(self)
 
     def _wake_soon(self) -> None:
         self._loop.call_soon(self._wake_after_linger)
@@ -350,7 +351,7 @@ _in_job: ContextVar[bool] = ContextVar("agentscore_in_job", default=False)
 _all_runners: weakref.WeakSet[Runner] = weakref.WeakSet()
 _default_runner: Runner | None = None
 _default_lock = threading.Lock()
-_started_runners: weakref.WeakSet[Runner] = weakref.WeakSet()
+_started_runners: weakref.WeakSet[JobRunner] = weakref.WeakSet()
 
 
 def default_runner() -> Runner:
@@ -364,15 +365,20 @@ def default_runner() -> Runner:
 
 def flush_started_runners(timeout: float) -> bool:
     """Wait for every started runner's pending work, sharing one deadline."""
-    return _each_started_runner(timeout, Runner.flush)
+    return _each_started_runner(timeout, lambda runner, left: runner.flush(left))
 
 
 def shutdown_started_runners(timeout: float) -> bool:
     """Shut down every started runner, sharing one deadline; True if all finished."""
-    return _each_started_runner(timeout, Runner.shutdown)
+    return _each_started_runner(timeout, lambda runner, left: runner.shutdown(left))
 
 
-def _each_started_runner(timeout: float, action: Callable[[Runner, float], bool]) -> bool:
+def started(runner: JobRunner) -> None:
+    """`runner` has work: it is flushed by `drain` and shut down at interpreter exit."""
+    _started_runners.add(runner)
+
+
+def _each_started_runner(timeout: float, action: Callable[[JobRunner, float], bool]) -> bool:
     deadline = time.monotonic() + timeout
     finished = True
     for runner in list(_started_runners):
