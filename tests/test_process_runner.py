@@ -32,6 +32,7 @@ from agentscore import (
 from agentscore.pipeline import process
 from agentscore.pipeline.runner import ScoreJob
 from agentscore.run import ScorerRun
+from agentscore.runtime.callbacks import on_loop
 from agentscore.scorers import StepParams, create_faithfulness_scorer, create_scorer
 from agentscore.telemetry.otlp import OtlpSpanExporter
 from agentscore.testing import ScriptedEndpoint, chat_completion
@@ -415,3 +416,21 @@ def test_a_refused_fork_delays_runs_and_loses_none(
     assert runner.flush(30)
     assert refused == [1]
     assert runner.stats() == RunnerStats(3, 3, 0, 0, 0, 0)
+
+
+def test_flush_from_a_sink_raises_instead_of_waiting_on_itself(
+    runner: ProcessRunner, tmp_path: Path
+) -> None:
+    raised: list[str] = []
+
+    def sink(result: ScoreResult) -> None:
+        try:
+            runner.flush(1)
+        except RuntimeError as exc:
+            raised.append(str(exc))
+
+    sink_on_loop = on_loop(sink)  # as an agent's own sink: on the loop, not a worker thread
+    evals = Evals(scorers=[pid_scorer(tmp_path / "log")], runner=runner, on_score=sink_on_loop)
+    evals.submit("q", "answer")
+    assert runner.flush(30)
+    assert raised == ["flush() from a sink would wait on itself"]

@@ -230,6 +230,8 @@ class ProcessRunner:
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until no job is queued or under way; False if `timeout` ran out first."""
+        if self._loop.in_loop_thread():
+            raise RuntimeError("flush() from a sink would wait on itself")
         return self._work.wait_idle(timeout)
 
     async def aflush(self, timeout: float | None = None) -> bool:
@@ -274,6 +276,8 @@ class ProcessRunner:
             with self._lock:
                 batch, self._resend = self._resend, []
             batch += [_Sent(job) for job in self._work.take()]
+            if not batch:  # woken with nothing to send (a child ended with no runs)
+                continue
             try:
                 self._send(batch)
             except Exception:
