@@ -151,6 +151,9 @@ async def main() -> None:
         "--process", action="store_true", help="score in a ProcessRunner's forked process"
     )
     parser.add_argument(
+        "--child-cpu", type=int, help="pins the ProcessRunner's child to this CPU once it exists"
+    )
+    parser.add_argument(
         "--batch-ms", type=float, help="replaces process.SEND_LINGER and RESULTS_EVERY (ms)"
     )
     parser.add_argument("--after-ms", type=float, default=0.0, help="CPU work after submit")
@@ -216,6 +219,9 @@ async def main() -> None:
         if delay > 0:
             await asyncio.sleep(delay)
         collections.measuring = n >= warm
+        if args.child_cpu is not None and isinstance(runner, ProcessRunner) and runner.child_pid:
+            os.sched_setaffinity(runner.child_pid, {args.child_cpu})
+            args.child_cpu = None  # pinned once: the child keeps it
         task = asyncio.create_task(timed(due, n >= warm))
         in_flight.add(task)
         task.add_done_callback(in_flight.discard)

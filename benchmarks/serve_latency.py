@@ -31,14 +31,16 @@ With `--load N`, N busy processes spin during a second pass ("loaded"); the firs
 
 `--after-ms` adds that much Python work to every request after the submit (rendering and
 writing the answer, in a real handler), the stretch a scoring thread woken at submit
-competes with for the GIL. `--gc-freeze` has every agent call `gc.freeze()` once set up,
-as a latency-tuned agent does: the process-wide pauses of full collections (80 to 150 ms,
-a handful per arm) then stop deciding each arm's p99. `--exporter agentscore` gives every
+competes with for the GIL. `--pin` gives the agent process core 0 alone and puts everything
+else on core 1 (a machine with a core to spare beside the agent's). `--gc-freeze` has every
+agent call `gc.freeze()` once set up, as a latency-tuned agent does: the process-wide
+pauses of full collections (80 to 150 ms, a handful per arm) then stop deciding each arm's
+p99. `--exporter agentscore` gives every
 agent `agentscore.telemetry.otlp.OtlpSpanExporter` instead of the SDK's OTLP/HTTP exporter.
 
 Usage: python benchmarks/serve_latency.py [--rate R] [--seconds S] [--rounds N] [--load N]
                                           [--after-ms MS] [--gc-freeze] [--loaded-only]
-                                          [--exporter sdk|agentscore] [--arms NAME ...]
+                                          [--exporter sdk|agentscore] [--pin] [--arms NAME ...]
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -85,9 +87,21 @@ def measure(
     if args.gc_freeze:
         command.append("--gc-freeze")
     environment = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
-    done = subprocess.run(command, capture_output=True, text=True, env=environment, check=True)
+    pin: Callable[[], None] | None = None
+    if args.pin:
+        # The agent gets core 0 to itself; everything else (this script, the receiver, the
+        # service, busy processes, the agent's scoring child) shares core 1.
+        command += ["--child-cpu", "1"]
+        pin = pin_to_core_0
+    done = subprocess.run(
+        command, capture_output=True, text=True, env=environment, check=True, preexec_fn=pin
+    )
     result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
+
+
+def pin_to_core_0() -> None:
+    os.sched_setaffinity(0, {0})
 
 
 def spin() -> None:
@@ -186,10 +200,17 @@ def main() -> None:
         "--arms", nargs="+", choices=list(ARMS), default=list(ARMS), help="no scoring always runs"
     )
     parser.add_argument("--loaded-only", action="store_true", help="skip the quiet pass")
+    parser.add_argument(
+        "--pin",
+        action="store_true",
+        help="the agent on core 0, every other process on core 1 (a core to spare)",
+    )
     args = parser.parse_args()
     if args.loaded_only and not args.load:
         parser.error("--loaded-only needs --load N")
     args.arms = ["no scoring", *(arm for arm in args.arms if arm != "no scoring")]
+    if args.pin:
+        os.sched_setaffinity(0, {1})  # inherited by the receiver, the service and the load
     print_machine()
     with tempfile.TemporaryDirectory() as directory, receiver() as receiver_url:
         env = {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true"}
