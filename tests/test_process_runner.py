@@ -434,3 +434,25 @@ def test_flush_from_a_sink_raises_instead_of_waiting_on_itself(
     evals.submit("q", "answer")
     assert runner.flush(30)
     assert raised == ["flush() from a sink would wait on itself"]
+
+
+def test_a_megabyte_tool_result_and_an_empty_answer_cross_the_pipe(
+    runner: ProcessRunner,
+) -> None:
+    results: list[ScoreResult] = []
+    evals = Evals(
+        scorers=[create_faithfulness_scorer("local")], runner=runner, on_score=results.append
+    )
+    big = dict(ORDER, notes="x" * 1_000_000)
+    huge = [
+        {"role": "assistant", "content": None, "tool_calls": [CALL]},
+        {"role": "tool", "tool_call_id": "c1", "content": json.dumps(big)},
+        {"role": "assistant", "content": "Order A1 shipped."},
+    ]
+    evals.submit("Where is my order?", huge)
+    evals.submit("Where is my order?", answered(""))
+    assert runner.flush(60)
+    by_answer = {r.output[-1].content if r.output else None: r for r in results}
+    assert by_answer["Order A1 shipped."].score == 1.0
+    assert by_answer[""].status is not ScoreStatus.FAILED  # no claims: a documented result
+    assert runner.stats() == RunnerStats(2, 2, 0, 0, 0, 0)
