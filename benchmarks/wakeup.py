@@ -10,9 +10,11 @@ submits its answer with `Evals.submit` (faithfulness, local judge), as an agent'
 does. Arms alternate in one process, A B C C B A ..., `--seconds` each.
 
 Arms: no scoring; in process as shipped; the same with other slices of the scoring thread's
-CPU between its pauses (`courtesy.GIL_SLICE`; inf: it never pauses). `--load N` runs N busy
-processes throughout. "runs/s" is what the scoring loop scored meanwhile (what it cannot
-score then waits in its queue and is scored between the arms): what shorter slices cost.
+CPU between its pauses (`courtesy.GIL_SLICE`; inf: it never pauses); a `ProcessRunner`
+(scored in a forked process; what the host waits for is its own threads that pickle runs
+onto the pipe and read results back), with and without their pauses. `--load N` runs N busy
+processes throughout. "runs/s" is what the scorer scored meanwhile (what it cannot score
+then waits in its queue and is scored between the arms): what shorter slices cost.
 
 Usage: python benchmarks/wakeup.py [--load N] [--rate R] [--seconds S] [--rounds N]
 """
@@ -33,8 +35,9 @@ from _percentiles import added_interval, pct
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from serve_latency import cpu_load
 
-from agentscore import Evals, Runner
+from agentscore import Evals, ProcessRunner, Runner
 from agentscore.judges import LocalJudge
+from agentscore.pipeline.runner import JobRunner
 from agentscore.runtime import courtesy
 from agentscore.scorers import create_faithfulness_scorer
 
@@ -45,11 +48,13 @@ CALL = {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type"
         "function": {"name": "lookup_order", "arguments": '{"order_id": 42}'}}]}  # fmt: skip
 ANSWER_MESSAGE = {"role": "assistant", "content": ANSWER}
 SLICE = courtesy.GIL_SLICE
-ARMS = {  # name: the scoring loop's GIL_SLICE, None for no scoring
-    "no scoring": None,
-    "in process": SLICE,
-    "slice 0.1 ms": 0.0001,
-    "no pauses": float("inf"),
+ARMS = {  # name: (the runner, courtesy.GIL_SLICE); no runner for no scoring
+    "no scoring": (None, SLICE),
+    "in process": ("thread", SLICE),
+    "slice 0.1 ms": ("thread", 0.0001),
+    "no pauses": ("thread", float("inf")),
+    "scoring process": ("process", SLICE),
+    "process, no pauses": ("process", float("inf")),
 }
 
 
@@ -60,7 +65,7 @@ def spin(seconds: float) -> None:
 
 
 def one_arm(
-    evals: Evals | None, runner: Runner, args: argparse.Namespace, seed: int
+    evals: Evals | None, runner: JobRunner, args: argparse.Namespace, seed: int
 ) -> tuple[list[int], float]:
     """The host's wake-up delays (µs) and the runs scored per second meanwhile."""
     arrivals = random.Random(seed)
@@ -91,10 +96,15 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=6)
     args = parser.parse_args()
     print_machine()
-    runner = Runner(max_queue=10_000, concurrency=4)
-    evals = Evals(scorers=[create_faithfulness_scorer(LocalJudge())], runner=runner)
-    evals.submit("warm-up", [CALL, TOOL, ANSWER_MESSAGE])
-    runner.flush(30)
+    scorers = [create_faithfulness_scorer(LocalJudge())]
+    runners: dict[str, JobRunner] = {
+        "thread": Runner(max_queue=10_000, concurrency=4),
+        "process": ProcessRunner(max_queue=10_000, concurrency=4),
+    }
+    evals = {kind: Evals(scorers=scorers, runner=runner) for kind, runner in runners.items()}
+    for kind, runner in runners.items():
+        evals[kind].submit("warm-up", [CALL, TOOL, ANSWER_MESSAGE])
+        runner.flush(30)
     rounds: dict[str, list[list[int]]] = {name: [] for name in ARMS}
     rates: dict[str, list[float]] = {name: [] for name in ARMS}
     names = list(ARMS)
@@ -102,9 +112,10 @@ def main() -> None:
         time.sleep(0.5)
         for round_ in range(args.rounds):
             for name in names if round_ % 2 == 0 else reversed(names):
-                gil_slice = ARMS[name]
-                courtesy.GIL_SLICE = SLICE if gil_slice is None else gil_slice
-                delays, rate = one_arm(None if gil_slice is None else evals, runner, args, round_)
+                kind, courtesy.GIL_SLICE = ARMS[name]
+                runner = runners[kind or "thread"]
+                arm_evals = None if kind is None else evals[kind]
+                delays, rate = one_arm(arm_evals, runner, args, round_)
                 rounds[name].append(delays)
                 rates[name].append(rate)
     courtesy.GIL_SLICE = SLICE

@@ -60,6 +60,7 @@ from agentscore.pipeline.drops import DropHandler, DropReporter
 from agentscore.pipeline.retry import RetryPolicy
 from agentscore.pipeline.runner import Runner, RunnerStats, ScoreJob, started
 from agentscore.result import ScoreResult, ScoreStatus
+from agentscore.runtime import courtesy
 from agentscore.runtime.hooks import after_fork_in_child
 from agentscore.runtime.loop import BackgroundLoop, background_loop
 from agentscore.runtime.workqueue import WorkQueue
@@ -253,6 +254,7 @@ class ProcessRunner:
     # -- the parent's two threads -----------------------------------------------------------
 
     def _send_loop(self) -> None:
+        courtesy.start_giving_way()  # pickling a batch of runs takes the GIL for milliseconds
         while True:
             try:
                 if self._send_some():
@@ -305,6 +307,7 @@ class ProcessRunner:
                     for token in tokens:
                         del self._sent[token]
                 self._finish(*((s, s.job.scorer.failed_result(s.job.run, exc)) for s in group))
+            courtesy.give_way()
         try:
             child.jobs.send_bytes(pickle.dumps(messages, _PROTOCOL))
         except OSError:
@@ -397,6 +400,7 @@ class ProcessRunner:
             self._retire(child)
 
     def _read_loop(self, child: _Child) -> None:
+        courtesy.start_giving_way()
         while True:
             try:
                 data = child.results.recv_bytes()
@@ -418,15 +422,17 @@ class ProcessRunner:
         if not data:  # a heartbeat
             return
         finished: list[tuple[_Sent, ScoreResult]] = []
-        for token, status, result in pickle.loads(data):
+        # Each result pickled on its own: a batch is read a result at a time, with pauses.
+        for token, status, pickled in pickle.loads(data):
             with self._lock:
                 sent = self._sent.pop(token, None)
             if sent is None:
                 continue
-            if result is None:  # nothing here wanted it: only how it ended came back
+            if pickled is None:  # nothing here wanted it: only how it ended came back
                 self._count(ScoreStatus(status))
             else:
-                finished.append((sent, result))
+                finished.append((sent, _cast(pickle.loads(pickled), ScoreResult)))
+            courtesy.give_way()
         self._finish(*finished)
 
     def _ended(self, child: _Child, status: int) -> None:
@@ -528,6 +534,7 @@ def _child_main(
     # Scoring takes the CPU the agent's requests leave: on a busy machine it falls behind
     # (its runs wait in the queue), not the agent.
     os.nice(nice)
+    courtesy.no_host()  # before the scoring loop's thread starts
     jobs = Connection(jobs_fd, writable=False)
     results = _Results(Connection(results_fd, readable=False))
 
@@ -568,7 +575,7 @@ class _Results:
 
     def __init__(self, pipe: Connection) -> None:
         self._pipe = pipe
-        self._batch: list[tuple[int, str, ScoreResult | None]] = []
+        self._batch: list[tuple[int, str, bytes | None]] = []
         self._changed = threading.Condition()
         self._closed = False
         self._beat = False
@@ -577,8 +584,14 @@ class _Results:
 
     def sink(self, token: int, want: bool) -> ScoreSink:
         def keep(result: ScoreResult) -> None:
+            pickled = None
+            if want:
+                try:
+                    pickled = pickle.dumps(result, _PROTOCOL)
+                except Exception as exc:  # counted in the parent, never delivered there
+                    _log.error("scoring_result_unpicklable", error_type=type(exc).__name__)
             with self._changed:
-                self._batch.append((token, result.status.value, result if want else None))
+                self._batch.append((token, result.status.value, pickled))
                 self._changed.notify()
 
         return keep
