@@ -7,6 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentscore._redact import redact
+from agentscore.errors import is_transient
 from agentscore.judges.base import JudgeUsage
 from agentscore.messages import Message
 
@@ -33,6 +35,15 @@ class ScoreError(BaseModel):
     type: str
     message: str
     transient: bool = False
+
+    @classmethod
+    def of(cls, exc: BaseException) -> ScoreError:
+        """`exc` described, its message redacted."""
+        return cls(
+            type=type(exc).__name__,
+            message=redact(str(exc)) or repr(exc),
+            transient=is_transient(exc),
+        )
 
 
 class ScoreResult(BaseModel):

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,6 +33,7 @@ from agentscore import (
 from agentscore.pipeline import process
 from agentscore.pipeline.runner import ScoreJob
 from agentscore.run import ScorerRun
+from agentscore.runtime import courtesy
 from agentscore.runtime.callbacks import on_loop
 from agentscore.scorers import StepParams, create_faithfulness_scorer, create_scorer
 from agentscore.telemetry.otlp import OtlpSpanExporter
@@ -456,3 +458,54 @@ def test_a_megabyte_tool_result_and_an_empty_answer_cross_the_pipe(
     assert by_answer["Order A1 shipped."].score == 1.0
     assert by_answer[""].status is not ScoreStatus.FAILED  # no claims: a documented result
     assert runner.stats() == RunnerStats(2, 2, 0, 0, 0, 0)
+
+
+def test_the_parents_threads_give_way_and_the_scoring_process_never_pauses(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Every give_way on a thread that gives way pauses; the pauses are recorded by thread.
+    monkeypatch.setattr(courtesy, "GIL_SLICE", 0.0)
+    paused_on: set[str] = set()
+    pause = courtesy._pause
+
+    def recording_pause() -> float:
+        paused_on.add(threading.current_thread().name)
+        return pause()
+
+    monkeypatch.setattr(courtesy, "_pause", recording_pause)
+    alone = create_scorer(
+        id="alone",
+        analyze=lambda params: 0.0 if courtesy._host_present else 1.0,
+        generate_score=lambda params: params.results["analyze_step_result"],
+    )
+    results: list[ScoreResult] = []
+    runner = ProcessRunner()
+    evals = Evals(scorers=[alone], runner=runner, on_score=results.append)
+    for n in range(20):
+        evals.submit(f"question {n}", answered("Order A1 shipped."))
+    assert runner.flush(20)
+    runner.shutdown(10)
+
+    # The child has no host to make way for: its scoring ran with pauses switched off.
+    assert [r.score for r in results] == [1.0] * 20
+    # The parent's threads pickle and unpickle runs between pauses.
+    assert {"agentscore-process-send", "agentscore-process-read"} <= paused_on
+
+
+def test_a_scorer_that_cannot_report_its_own_failure_still_ends_its_run(
+    runner: ProcessRunner,
+) -> None:
+    class Broken:
+        """Not a scorer: running it and building its failure result both raise."""
+
+        id = "broken"
+
+    results: list[ScoreResult] = []
+    runner.add_sink(results.append)
+    run = ScorerRun(output="x")
+    assert runner.submit(ScoreJob(Broken(), run))  # type: ignore[arg-type]
+    assert runner.flush(20)  # not left pending until the child exits
+
+    assert runner.stats() == RunnerStats(1, 0, 1, 0, 0, 0)
+    [result] = results
+    assert (result.scorer_id, result.status, result.run_id) == ("broken", "failed", run.run_id)

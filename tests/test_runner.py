@@ -120,7 +120,9 @@ def test_a_job_whose_failure_path_raises_does_not_stop_the_dispatcher() -> None:
     assert runner.flush(timeout=5)
     stats = runner.stats()
     assert (stats.scored, stats.failed, stats.pending) == (3, 1, 0)
-    assert [r.status.value for r in results] == ["scored"] * 3
+    # Its run still ends, as failed, and the sinks hear of it: none is left waiting.
+    assert [r.status.value for r in results] == ["failed"] + ["scored"] * 3
+    assert (results[0].scorer_id, results[0].error.type) == ("Broken", "AttributeError")
     assert_identity(runner)
 
 

@@ -47,7 +47,7 @@ import warnings
 import weakref
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import anyio.to_thread
@@ -58,7 +58,7 @@ from agentscore.errors import ConfigurationError
 from agentscore.pipeline.deliver import ScoreSink, deliver
 from agentscore.pipeline.drops import DropHandler, DropReporter
 from agentscore.pipeline.retry import RetryPolicy
-from agentscore.pipeline.runner import Runner, RunnerStats, ScoreJob, started
+from agentscore.pipeline.runner import Runner, RunnerStats, ScoreJob, failed_result, started
 from agentscore.result import ScoreResult, ScoreStatus
 from agentscore.runtime import courtesy
 from agentscore.runtime.hooks import after_fork_in_child
@@ -306,7 +306,7 @@ class ProcessRunner:
                 with self._lock:
                     for token in tokens:
                         del self._sent[token]
-                self._finish(*((s, s.job.scorer.failed_result(s.job.run, exc)) for s in group))
+                self._finish(*((s, failed_result(s.job, s.job.run, exc)) for s in group))
             courtesy.give_way()
         try:
             child.jobs.send_bytes(pickle.dumps(messages, _PROTOCOL))
@@ -456,7 +456,7 @@ class ProcessRunner:
             )
         error = ScoringProcessExited(f"the scoring process exited ({_describe(status)})")
         gone = [sent for _, sent in lost if sent not in again]
-        self._finish(*((s, s.job.scorer.failed_result(s.job.run, error)) for s in gone))
+        self._finish(*((s, failed_result(s.job, s.job.run, error)) for s in gone))
 
     def _wants_result(self, job: ScoreJob) -> bool:
         return job.on_result is not None or bool(self._sinks)
@@ -562,8 +562,10 @@ def _submit_generation(
     runner: Runner, objects: dict[int, object], results: _Results, message: tuple[Any, ...]
 ) -> None:
     tokens, want, scorer_ids, telemetry_id, shared, run, reader = message
-    scorers = [_cast(objects[i], Scorer) for i in scorer_ids]
-    telemetry = None if telemetry_id is None else _cast(objects[telemetry_id], Telemetry)
+    # What the parent sent by id: a broken scorer object among them fails in the runner, as
+    # it would in the parent's.
+    scorers = [cast(Scorer, objects[i]) for i in scorer_ids]
+    telemetry = None if telemetry_id is None else cast(Telemetry, objects[telemetry_id])
     together = Together(scorers) if shared else None
     for token, scorer in zip(tokens, scorers, strict=True):
         runner.submit(ScoreJob(scorer, run, telemetry, results.sink(token, want), reader, together))

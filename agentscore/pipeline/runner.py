@@ -29,7 +29,7 @@ from agentscore.pipeline.deliver import ScoreSink, deliver
 from agentscore.pipeline.drops import DropHandler, DropReporter
 from agentscore.pipeline.evaluate import evaluate
 from agentscore.pipeline.retry import RetryPolicy
-from agentscore.result import ScoreResult, ScoreStatus
+from agentscore.result import ScoreError, ScoreResult, ScoreStatus
 from agentscore.run import ScorerRun
 from agentscore.runtime.courtesy import give_way
 from agentscore.runtime.hooks import after_fork_in_child, at_exit, exit_deadline, on_drain
@@ -47,6 +47,7 @@ __all__ = [
     "ScoreJob",
     "ScoreSink",
     "default_runner",
+    "failed_result",
     "flush_started_runners",
     "shutdown_started_runners",
     "started",
@@ -268,7 +269,12 @@ class Runner:
         _in_job.set(True)
         result: ScoreResult | None = None
         try:
-            result = await self._score_until_final(job)
+            try:
+                result = await self._score_until_final(job)
+            except Exception as exc:  # a broken scorer object: the run still ends, as failed
+                # Delivered like any result: a sink waiting on this run (a scoring process's
+                # parent) hears that it ended.
+                result = failed_result(job, job.run, exc)
             give_way()
             await deliver(
                 result,
@@ -276,8 +282,7 @@ class Runner:
                 timeout=self.sink_timeout,
                 telemetry=job.telemetry,
             )
-        except Exception as exc:  # even a broken scorer object must not end the dispatcher
-            result = None
+        except Exception as exc:  # even a broken sink list must not end the dispatcher
             _log.error(
                 "scorer_job_crashed", scorer=_scorer_name(job), error_type=type(exc).__name__
             )
@@ -308,7 +313,7 @@ class Runner:
                     run = job.read()
                 result = await self._evaluate(job, run, may_retry)
             except Exception as exc:  # telemetry export trouble: the run still ends, as failed
-                return job.scorer.failed_result(run, exc)
+                return failed_result(job, run, exc)
             if not (may_retry and result.retryable):
                 return result
             with self._lock:
@@ -345,6 +350,21 @@ class Runner:
 
 def _scorer_name(job: ScoreJob) -> str:
     return str(getattr(job.scorer, "id", type(job.scorer).__name__))
+
+
+def failed_result(job: ScoreJob, run: ScorerRun, exc: Exception) -> ScoreResult:
+    """The scorer's own failed result for `run`; a bare one when even that raises (a scorer
+    object broken enough), so that the run still ends and its sinks hear of it."""
+    try:
+        return job.scorer.failed_result(run, exc)
+    except Exception as broken:
+        _log.error("scorer_job_crashed", scorer=_scorer_name(job), error_type=type(broken).__name__)
+        return ScoreResult(
+            scorer_id=_scorer_name(job),
+            run_id=run.run_id,
+            status=ScoreStatus.FAILED,
+            error=ScoreError.of(exc),
+        )
 
 
 _in_job: ContextVar[bool] = ContextVar("agentscore_in_job", default=False)

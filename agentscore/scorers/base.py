@@ -17,13 +17,12 @@ import structlog
 from pydantic import BaseModel
 
 from agentscore._options import check_flag, check_number
-from agentscore._redact import redact, scrub_data
+from agentscore._redact import scrub_data
 from agentscore.errors import (
     ConfigurationError,
     JudgeError,
     ScorerTimeoutError,
     UnreadableMessageError,
-    is_transient,
 )
 from agentscore.judges.base import Judge, JudgeRequest, JudgeUsage
 from agentscore.judges.resolve import JudgeLike, resolve_judge
@@ -327,11 +326,7 @@ class Scorer:
     ) -> ScoreResult:
         """The result of a run that could not be scored, keeping what was done before."""
         params = params or StepParams(run=run, judge=self.judge)
-        error = ScoreError(
-            type=type(exc).__name__,
-            message=redact(str(exc)) or repr(exc),
-            transient=is_transient(exc),
-        )
+        error = ScoreError.of(exc)
         _log.warning(
             "scorer_failed",
             transient=error.transient,
