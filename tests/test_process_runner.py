@@ -509,3 +509,32 @@ def test_a_scorer_that_cannot_report_its_own_failure_still_ends_its_run(
     assert runner.stats() == RunnerStats(1, 0, 1, 0, 0, 0)
     [result] = results
     assert (result.scorer_id, result.status, result.run_id) == ("broken", "failed", run.run_id)
+
+
+def test_a_run_the_child_cannot_read_fails_alone(runner: ProcessRunner) -> None:
+    results: list[ScoreResult] = []
+    evals = Evals(
+        scorers=[create_faithfulness_scorer("local")], runner=runner, on_score=results.append
+    )
+    evals.submit("Where is my order?", answered("Order A1 shipped."))
+    assert runner.flush(20)  # the child has started
+    child = runner.child_pid
+
+    # A class made after the fork pickles here by name; the child has no such name.
+    late = type("MadeAfterTheFork", (dict,), {"__module__": __name__})
+    globals()["MadeAfterTheFork"] = late
+    try:
+        unreadable = answered("Order A1 shipped.")
+        unreadable[2] = late(role="assistant", content="Order A1 shipped.")
+        evals.submit("Where is my order?", unreadable)
+        evals.submit("Where is my order?", answered("Order A1 was cancelled."))  # same batch
+        assert runner.flush(20)
+    finally:
+        del globals()["MadeAfterTheFork"]
+
+    assert runner.child_pid == child  # nothing killed it
+    assert runner.stats() == RunnerStats(3, 2, 1, 0, 0, 0)
+    failed = [r for r in results if r.status is ScoreStatus.FAILED]
+    assert [r.error.type for r in failed if r.error] == ["ScoringMessageUnreadable"]
+    assert "MadeAfterTheFork" in (failed[0].error.message if failed[0].error else "")
+    assert sorted(r.score for r in results if r.score is not None) == [0.0, 1.0]

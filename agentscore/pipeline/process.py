@@ -16,7 +16,9 @@ processors restart their threads after a fork; spans leave from the child). A sc
 telemetry object the child does not have (made after it started) starts a new child, which
 has it, at most once every `REFORK_INTERVAL` (create scorers once, not per request); the old
 child finishes its runs and exits. What a child is sent must pickle: messages in a shape that
-does not (a generator, say) are read in the parent first.
+does not (a generator, say) are read in the parent first; a run the child cannot read (an
+object of a class made after it started) ends as a failed result
+(`ScoringMessageUnreadable`), alone.
 
 Nothing is lost or repeated by a process event:
 - a child that dies (killed, crashed) is replaced; its runs under way go to the next child
@@ -54,6 +56,7 @@ import anyio.to_thread
 import structlog
 
 from agentscore._options import check_number
+from agentscore._redact import redact
 from agentscore.errors import ConfigurationError
 from agentscore.pipeline.deliver import ScoreSink, deliver
 from agentscore.pipeline.drops import DropHandler, DropReporter
@@ -68,7 +71,7 @@ from agentscore.scorers.base import Scorer
 from agentscore.scorers.together import Together
 from agentscore.telemetry.core import Telemetry
 
-__all__ = ["ProcessRunner", "ScoringProcessExited"]
+__all__ = ["ProcessRunner", "ScoringMessageUnreadable", "ScoringProcessExited"]
 
 _log = structlog.get_logger("agentscore.process")
 
@@ -100,6 +103,15 @@ RESULTS_EVERY = 0.2
 
 class ScoringProcessExited(RuntimeError):
     """The scoring process ended while a run was under way in it."""
+
+
+class ScoringMessageUnreadable(RuntimeError):
+    """The scoring process could not read a run this process sent it (say, an object of a
+    class made after the scoring process started)."""
+
+
+# The status of a run the child could not read; its error's description comes with it.
+_UNREADABLE = "unreadable"
 
 
 @dataclass(slots=True, eq=False)
@@ -290,7 +302,7 @@ class ProcessRunner:
 
     def _send(self, batch: list[_Sent]) -> None:
         child = self._child_for(batch)
-        messages: list[bytes] = []
+        messages: list[_Generation] = []
         for group in _generations(batch):
             with self._lock:
                 tokens = []
@@ -423,15 +435,20 @@ class ProcessRunner:
             return
         finished: list[tuple[_Sent, ScoreResult]] = []
         # Each result pickled on its own: a batch is read a result at a time, with pauses.
-        for token, status, pickled in pickle.loads(data):
+        for token, status, carried in pickle.loads(data):
             with self._lock:
                 sent = self._sent.pop(token, None)
             if sent is None:
                 continue
-            if pickled is None:  # nothing here wanted it: only how it ended came back
+            if status == _UNREADABLE:
+                error = ScoringMessageUnreadable(
+                    f"the scoring process could not read it ({carried})"
+                )
+                finished.append((sent, failed_result(sent.job, sent.job.run, error)))
+            elif carried is None:  # nothing here wanted it: only how it ended came back
                 self._count(ScoreStatus(status))
             else:
-                finished.append((sent, _cast(pickle.loads(pickled), ScoreResult)))
+                finished.append((sent, _cast(pickle.loads(carried), ScoreResult)))
             courtesy.give_way()
         self._finish(*finished)
 
@@ -506,9 +523,14 @@ def _generations(batch: list[_Sent]) -> list[list[_Sent]]:
     return list(groups.values())
 
 
-def _message(tokens: list[int], group: list[_Sent], want: bool) -> bytes:
-    """One generation for the child, pickled: the run's messages as handed over (read in the
-    child) when they pickle, else the run read here."""
+# A generation for the child: its runs' tokens, whether results are wanted back, and the rest
+# pickled apart, so that a run the child cannot read fails alone (its tokens still known).
+_Generation = tuple[list[int], bool, bytes]
+
+
+def _message(tokens: list[int], group: list[_Sent], want: bool) -> _Generation:
+    """One generation for the child: the run's messages as handed over (read in the child)
+    when they pickle, else the run read here."""
     first = group[0].job
     scorers = [id(sent.job.scorer) for sent in group]
     telemetry = None if first.telemetry is None else id(first.telemetry)
@@ -516,10 +538,10 @@ def _message(tokens: list[int], group: list[_Sent], want: bool) -> bytes:
     run, read = first.run, first.read
     if read is not None:
         try:
-            return pickle.dumps((tokens, want, scorers, telemetry, shared, run, read), _PROTOCOL)
+            return tokens, want, pickle.dumps((scorers, telemetry, shared, run, read), _PROTOCOL)
         except Exception:  # a generator, an open file: read here instead
             run, read = read(), None
-    return pickle.dumps((tokens, want, scorers, telemetry, shared, run, None), _PROTOCOL)
+    return tokens, want, pickle.dumps((scorers, telemetry, shared, run, None), _PROTOCOL)
 
 
 def _child_main(
@@ -550,18 +572,27 @@ def _child_main(
                 data = jobs.recv_bytes()
             except EOFError:
                 break
-            for message in pickle.loads(data):
-                _submit_generation(runner, objects, results, pickle.loads(message))
+            for tokens, want, generation in pickle.loads(data):
+                try:
+                    _submit(runner, objects, results, tokens, want, pickle.loads(generation))
+                except Exception as exc:  # an object of a class made after the fork, say
+                    _log.error("scoring_message_unreadable", error_type=type(exc).__name__)
+                    results.unreadable(tokens, exc)
     finally:
         runner.shutdown(timeout=None)
         _flush_telemetry(objects.values())
         results.close()
 
 
-def _submit_generation(
-    runner: Runner, objects: dict[int, object], results: _Results, message: tuple[Any, ...]
+def _submit(
+    runner: Runner,
+    objects: dict[int, object],
+    results: _Results,
+    tokens: list[int],
+    want: bool,
+    generation: tuple[Any, ...],
 ) -> None:
-    tokens, want, scorer_ids, telemetry_id, shared, run, reader = message
+    scorer_ids, telemetry_id, shared, run, reader = generation
     # What the parent sent by id: a broken scorer object among them fails in the runner, as
     # it would in the parent's.
     scorers = [cast(Scorer, objects[i]) for i in scorer_ids]
@@ -577,7 +608,8 @@ class _Results:
 
     def __init__(self, pipe: Connection) -> None:
         self._pipe = pipe
-        self._batch: list[tuple[int, str, bytes | None]] = []
+        # (token, status, the result pickled if wanted; for an unreadable run, why)
+        self._batch: list[tuple[int, str, bytes | str | None]] = []
         self._changed = threading.Condition()
         self._closed = False
         self._beat = False
@@ -597,6 +629,13 @@ class _Results:
                 self._changed.notify()
 
         return keep
+
+    def unreadable(self, tokens: list[int], exc: Exception) -> None:
+        """Runs this process could not read: the parent ends them as failed."""
+        why = f"{type(exc).__name__}: {redact(str(exc))}"
+        with self._changed:
+            self._batch.extend((token, _UNREADABLE, why) for token in tokens)
+            self._changed.notify()
 
     def beat(self) -> None:
         """The scoring loop is alive: an empty message goes up (a heartbeat)."""
