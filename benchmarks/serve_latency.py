@@ -19,6 +19,7 @@ The four arms:
   a process forked from the agent's ("child" is that process's CPU per request); "scoring
   process, 20 ms" sends runs and results in batches 20 ms apart instead of 200;
 - span processor: a `ScoringSpanProcessor` with the same scorer on the agent's provider;
+  "span processor, scoring process" gives its evals a `ProcessRunner`;
 - out of process: spans to `agentscore serve`, which scores them in its own process.
 
 Arms run one after the other in rounds (A B C D E, then E D C B A, ...) so drift hits all
@@ -73,6 +74,7 @@ ARMS = {  # name: (agent arm, where its spans go, extra arguments)
     "scoring process": ("submit", "receiver", ("--process",)),
     "scoring process, 20 ms": ("submit", "receiver", ("--process", "--batch-ms", "20")),
     "span processor": ("processor", "receiver", ()),
+    "span processor, scoring process": ("processor", "receiver", ("--process",)),
     "out of process": ("none", "serve", ()),
 }
 
