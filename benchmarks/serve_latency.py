@@ -155,7 +155,8 @@ def one_pass(label: str, urls: dict[str, str], args: argparse.Namespace) -> None
         + (", gc.freeze() in every agent" if args.gc_freeze else "")
         + f", {args.exporter} span exporter"
     )
-    head = f"{'ms':<16}{'p50':>8}{'p90':>8}{'p99':>8}{'+p50':>8}{'+p90':>8}{'+p99':>8}"
+    width = max(map(len, latencies)) + 2
+    head = f"{'ms':<{width}}{'p50':>8}{'p90':>8}{'p99':>8}{'+p50':>8}{'+p90':>8}{'+p99':>8}"
     print(
         f"{head}{'+p99 90% interval':>20}{'requests':>10}{'CPU/req':>9}{'child':>7}{'load 1m':>9}"
         "  full GCs (max ms)"
@@ -164,7 +165,8 @@ def one_pass(label: str, urls: dict[str, str], args: argparse.Namespace) -> None
         added = [pct(values, q) - pct(base, q) for q in (0.5, 0.9, 0.99)]
         low, high = added_interval(rounds["no scoring"], rounds[name], 0.99)
         print(
-            f"{name:<16}{pct(values, 0.5):>8.2f}{pct(values, 0.9):>8.2f}{pct(values, 0.99):>8.2f}"
+            f"{name:<{width}}"
+            f"{pct(values, 0.5):>8.2f}{pct(values, 0.9):>8.2f}{pct(values, 0.99):>8.2f}"
             f"{added[0]:>+8.2f}{added[1]:>+8.2f}{added[2]:>+8.2f}"
             f"{f'{low:+.2f} to {high:+.2f}':>20}{len(values):>10}"
             f"{min(cpu[name]):>9.2f}{min(child_cpu[name]):>7.2f}{max(loads[name]):>9.2f}"
