@@ -38,12 +38,12 @@ class ScoreError(BaseModel):
 
     @classmethod
     def of(cls, exc: BaseException) -> ScoreError:
-        """`exc` described, its message redacted."""
-        return cls(
-            type=type(exc).__name__,
-            message=redact(str(exc)) or repr(exc),
-            transient=is_transient(exc),
-        )
+        """`exc` described, its message redacted; never raises, whatever `exc` is."""
+        try:
+            message = redact(str(exc)) or repr(exc)
+        except Exception:  # an exception whose __str__ raises: its type still says something
+            message = "(its message could not be read)"
+        return cls(type=type(exc).__name__, message=message, transient=is_transient(exc))
 
 
 class ScoreResult(BaseModel):

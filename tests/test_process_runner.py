@@ -538,3 +538,39 @@ def test_a_run_the_child_cannot_read_fails_alone(runner: ProcessRunner) -> None:
     assert [r.error.type for r in failed if r.error] == ["ScoringMessageUnreadable"]
     assert "MadeAfterTheFork" in (failed[0].error.message if failed[0].error else "")
     assert sorted(r.score for r in results if r.score is not None) == [0.0, 1.0]
+
+
+class Unprintable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no message either")
+
+
+def _explode_in_the_child() -> None:
+    raise Unprintable()
+
+
+class ExplodesWhenRead(dict[str, str]):
+    """Pickles here; reading it back (in the child) raises an exception that cannot be
+    printed."""
+
+    def __reduce__(self) -> Any:
+        return _explode_in_the_child, ()
+
+
+def test_a_run_whose_reading_raises_the_unprintable_fails_alone(runner: ProcessRunner) -> None:
+    results: list[ScoreResult] = []
+    evals = Evals(
+        scorers=[create_faithfulness_scorer("local")], runner=runner, on_score=results.append
+    )
+    strange = answered("Order A1 shipped.")
+    strange[2] = ExplodesWhenRead(role="assistant", content="Order A1 shipped.")
+    evals.submit("Where is my order?", strange)
+    evals.submit("Where is my order?", answered("Order A1 shipped."))
+    assert runner.flush(20)
+
+    assert runner.stats() == RunnerStats(2, 1, 1, 0, 0, 0)
+    [failed] = [r for r in results if r.status is ScoreStatus.FAILED]
+    assert failed.error is not None
+    assert failed.error.type == "ScoringMessageUnreadable"
+    assert "Unprintable: (its message could not be read)" in failed.error.message
+    assert [r.score for r in results if r.score is not None] == [1.0]

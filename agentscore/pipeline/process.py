@@ -56,13 +56,12 @@ import anyio.to_thread
 import structlog
 
 from agentscore._options import check_number
-from agentscore._redact import redact
 from agentscore.errors import ConfigurationError
 from agentscore.pipeline.deliver import ScoreSink, deliver
 from agentscore.pipeline.drops import DropHandler, DropReporter
 from agentscore.pipeline.retry import RetryPolicy
 from agentscore.pipeline.runner import Runner, RunnerStats, ScoreJob, failed_result, started
-from agentscore.result import ScoreResult, ScoreStatus
+from agentscore.result import ScoreError, ScoreResult, ScoreStatus
 from agentscore.runtime import courtesy
 from agentscore.runtime.hooks import after_fork_in_child
 from agentscore.runtime.loop import BackgroundLoop, background_loop
@@ -632,7 +631,8 @@ class _Results:
 
     def unreadable(self, tokens: list[int], exc: Exception) -> None:
         """Runs this process could not read: the parent ends them as failed."""
-        why = f"{type(exc).__name__}: {redact(str(exc))}"
+        error = ScoreError.of(exc)
+        why = f"{error.type}: {error.message}"
         with self._changed:
             self._batch.extend((token, _UNREADABLE, why) for token in tokens)
             self._changed.notify()
