@@ -139,10 +139,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return run_demo(model=args.model, judge=args.judge, reasons=args.reasons)
     if args.command == "compare":
-        from agentscore.compare import run_compare
+        from agentscore.ci.compare import run_compare
 
         return run_compare(args.base, args.new, max_drop=args.max_drop, markdown=args.markdown)
-    from agentscore._eval_file import EvalOptions, run_eval_file
+    from agentscore.ci import EvalOptions, run_eval_file
 
     if (args.data is None) == (args.traces is None):
         parser.error("eval takes a runs file or --traces FILE (one of them)")

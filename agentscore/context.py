@@ -8,10 +8,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from agentscore._memo import RecentValues
 from agentscore.adapters import coerce_messages
 from agentscore.messages import Message, pair_tool_calls
 from agentscore.run import ScorerRun
-from agentscore.runtime.recent import RecentValues
 
 __all__ = [
     "ContextParams",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
-    from agentscore.judges.base import JudgeUsage
+    from agentscore.usage import JudgeUsage
 
 __all__ = [
     "AgentScoreError",

@@ -9,8 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentscore._redact import redact
 from agentscore.errors import is_transient
-from agentscore.judges.base import JudgeUsage
 from agentscore.messages import Message
+from agentscore.usage import JudgeUsage
 
 __all__ = ["ScoreError", "ScoreResult", "ScoreStatus"]
 

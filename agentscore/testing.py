@@ -24,9 +24,9 @@ from typing import Any
 import anyio
 from openai import AsyncOpenAI, OpenAI
 
-from agentscore._clients import sdk_http_module
-from agentscore._failing import describe_failure, failing_claims
+from agentscore._wire.clients import sdk_http_module
 from agentscore.agent import AgentResult
+from agentscore.ci import describe_failure, failing_claims
 from agentscore.result import ScoreResult, ScoreStatus
 from agentscore.run import ScorerRun
 from agentscore.scorers.base import Scorer

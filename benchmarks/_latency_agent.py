@@ -31,10 +31,10 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from agentscore import Evals, ProcessRunner, Runner, ScoringSpanProcessor, Telemetry
+from agentscore._runtime import courtesy
 from agentscore.judges import LocalJudge
 from agentscore.pipeline import process
 from agentscore.pipeline import runner as runner_module
-from agentscore.runtime import courtesy
 from agentscore.scorers import create_faithfulness_scorer
 from agentscore.telemetry.otlp import OtlpSpanExporter
 from agentscore.testing import ScriptedEndpoint, chat_completion

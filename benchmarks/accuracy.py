@@ -53,9 +53,9 @@ from agentscore.judges import (  # noqa: E402
     OpenAIJudge,
     _grounding,
 )
-from agentscore.judges._grounding import check_claims, split_claims  # noqa: E402
-from agentscore.judges._grounding_lexicon import STOPWORDS  # noqa: E402
 from agentscore.judges.cascade import CONFIDENT_AT, Escalate  # noqa: E402
+from agentscore.judges.local._grounding import check_claims, split_claims  # noqa: E402
+from agentscore.judges.local._lexicon import STOPWORDS  # noqa: E402
 from agentscore.run import ScorerRun  # noqa: E402
 from agentscore.scorers import create_hallucination_scorer  # noqa: E402
 from agentscore.testing import ScriptedEndpoint, ScriptedReply, chat_completion  # noqa: E402

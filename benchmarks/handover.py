@@ -37,9 +37,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _latency_agent import App
 
 from agentscore import Evals, Runner, Telemetry
+from agentscore._runtime import courtesy
 from agentscore.judges import LocalJudge
 from agentscore.pipeline import runner as runner_module
-from agentscore.runtime import courtesy
 from agentscore.scorers import create_faithfulness_scorer
 
 

@@ -34,10 +34,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from agentscore._runtime.hooks import EXIT_TIMEOUT_ENV  # noqa: E402
 from agentscore.judges import OpenAIJudge  # noqa: E402
 from agentscore.pipeline.runner import Runner, ScoreJob  # noqa: E402
 from agentscore.run import ScorerRun  # noqa: E402
-from agentscore.runtime.hooks import EXIT_TIMEOUT_ENV  # noqa: E402
 from agentscore.scorers import Scorer, create_faithfulness_scorer  # noqa: E402
 from agentscore.testing import ScriptedEndpoint, chat_completion  # noqa: E402
 

@@ -36,9 +36,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from serve_latency import cpu_load
 
 from agentscore import Evals, ProcessRunner, Runner
+from agentscore._runtime import courtesy
 from agentscore.judges import LocalJudge
 from agentscore.pipeline.runner import JobRunner
-from agentscore.runtime import courtesy
 from agentscore.scorers import create_faithfulness_scorer
 
 ANSWER = "Order 42 shipped on May 2 and arrives on May 5."

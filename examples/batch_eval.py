@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 from agentscore.adapters import coerce_messages
-from agentscore.batch import run_evals_sync
+from agentscore.ci.batch import run_evals_sync
 from agentscore.context import run_context
 from agentscore.scorers import create_faithfulness_scorer, create_hallucination_scorer
 

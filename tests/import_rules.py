@@ -1,5 +1,6 @@
-"""`make lint`'s layering check: no import cycle between a package's modules, and no import of
-another package's private module.
+"""`make lint`'s layering check: every module sits in a layer and imports only from its own
+layer and the layers below; no import cycle between a package's modules; no import of another
+package's private module; and no HTTP by hand (one HTTP library, httpx, under every request).
 
 An import inside a function counts (a lazy import that hides a cycle is still one); an import
 under `if TYPE_CHECKING:` does not (it never runs). A private module is one whose name starts
@@ -15,9 +16,56 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["Violation", "check", "import_graph", "main"]
+__all__ = ["LAYERS", "Violation", "check", "import_graph", "main"]
 
 Violation = str
+
+# Lowest first. A module belongs to the layer of the longest prefix naming it (relative to the
+# package); it may import its own layer and those below, never one above.
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "ground",
+        (
+            "messages",
+            "run",
+            "result",
+            "errors",
+            "usage",
+            "adapters",
+            "context",
+            "tools",
+            "_options",
+            "_redact",
+            "_memo",
+            "protocol",
+        ),
+    ),
+    ("plumbing", ("_runtime", "_wire")),
+    ("telemetry", ("telemetry",)),
+    ("judges", ("judges",)),
+    ("scorers", ("scorers",)),
+    ("pipeline", ("pipeline",)),
+    (
+        "placements",
+        (
+            "",
+            "evals",
+            "_observe",
+            "agent",
+            "spans",
+            "serve",
+            "sinks",
+            "ci",
+            "cli",
+            "compat",
+            "demo",
+            "testing",
+        ),
+    ),
+)
+# Outbound HTTP goes through httpx (the openai SDK's) with one policy in agentscore._wire.http;
+# these would be a second stack, or HTTP written by hand.
+FORBIDDEN_IMPORTS = ("http.client", "urllib.request", "requests", "urllib3", "socket", "select")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -33,7 +81,11 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def check(package_dir: Path) -> list[Violation]:
+def check(
+    package_dir: Path,
+    layers: tuple[tuple[str, tuple[str, ...]], ...] = LAYERS,
+    forbidden: tuple[str, ...] = FORBIDDEN_IMPORTS,
+) -> list[Violation]:
     graph = import_graph(package_dir)
     violations = [
         f"import cycle among {len(members)} modules ({', '.join(members)}), "
@@ -43,7 +95,43 @@ def check(package_dir: Path) -> list[Violation]:
     for importer, imported in sorted((a, b) for a, targets in graph.items() for b in targets):
         if not _may_import(importer, imported):
             violations.append(f"private import: {importer} imports {imported}")
+    package = package_dir.resolve().name
+    for module in sorted(graph):
+        if layers and _layer(module, package, layers) is None:
+            violations.append(f"no layer: {module} is in none of LAYERS")
+    for importer, imported in sorted((a, b) for a, targets in graph.items() for b in targets):
+        low, high = _layer(importer, package, layers), _layer(imported, package, layers)
+        if low is not None and high is not None and high > low:
+            violations.append(
+                f"upward import: {importer} ({layers[low][0]}) imports {imported} "
+                f"({layers[high][0]})"
+            )
+    for module, name in sorted(_external_imports(package_dir)):
+        if any(name == banned or name.startswith(banned + ".") for banned in forbidden):
+            violations.append(f"forbidden import: {module} imports {name} (use agentscore._wire)")
     return violations
+
+
+def _layer(
+    module: str, package: str, layers: tuple[tuple[str, tuple[str, ...]], ...]
+) -> int | None:
+    relative = module[len(package) + 1 :] if module != package else ""
+    best: tuple[int, int] | None = None
+    for index, (_, prefixes) in enumerate(layers):
+        for prefix in prefixes:
+            matches = relative == prefix or (prefix != "" and relative.startswith(prefix + "."))
+            if matches and (best is None or len(prefix) > best[1]):
+                best = (index, len(prefix))
+    return best[0] if best else None
+
+
+def _external_imports(package_dir: Path) -> Iterator[tuple[str, str]]:
+    package_dir = package_dir.resolve()
+    for path in package_dir.rglob("*.py"):
+        name = _module_name(package_dir, path)
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for target in _imports(tree, name, path.name == "__init__.py"):
+            yield name, target
 
 
 def import_graph(package_dir: Path) -> dict[str, set[str]]:

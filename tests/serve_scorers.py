@@ -22,7 +22,7 @@ from agentscore import Evals
 from agentscore.judges import CascadeJudge, LocalJudge, OpenAIJudge
 from agentscore.judges.base import Judge, JudgeReply, JudgeRequest
 from agentscore.scorers import create_faithfulness_scorer
-from agentscore.telemetry.backends import PhoenixAnnotations
+from agentscore.sinks.backends import PhoenixAnnotations
 from agentscore.testing import ScriptedEndpoint, ScriptedReply, chat_completion
 
 T = TypeVar("T", bound=BaseModel)

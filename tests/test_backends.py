@@ -19,8 +19,8 @@ from opentelemetry.trace import SpanKind
 from agentscore import Agent, Evals, Runner, Telemetry
 from agentscore.result import ScoreError, ScoreResult, ScoreStatus
 from agentscore.scorers import create_hallucination_scorer
-from agentscore.telemetry.backends import LangfuseScores, PhoenixAnnotations
-from agentscore.telemetry.roots import RootSpans
+from agentscore.sinks.backends import LangfuseScores, PhoenixAnnotations
+from agentscore.sinks.roots import RootSpans
 from agentscore.testing import ScriptedEndpoint, chat_completion
 from tests.conftest import histogram_point, new_log_exporter, number_point
 from tests.http_collector import Collector, http_collector
@@ -225,7 +225,7 @@ def test_the_agents_content_switch_governs_the_span_and_the_annotation() -> None
         [annotation] = collector.received[0].json()["data"]
         attributes = evaluation_span_attributes(spans)
         if capture:
-            claims = json.loads(attributes["agentscore.claims"])
+            claims = json.loads(attributes["agentscore.protocol"])
             shown = ("claim", "verdict", "reason")
             verdicts = result.analyze_step_result["verdicts"]
             assert claims == [{key: v[key] for key in shown} for v in verdicts]
@@ -241,7 +241,7 @@ def test_the_agents_content_switch_governs_the_span_and_the_annotation() -> None
             assert annotation["result"]["explanation"] == result.reason
             assert attributes["gen_ai.evaluation.explanation"] == result.reason
         else:
-            assert "agentscore.claims" not in attributes
+            assert "agentscore.protocol" not in attributes
             assert "claims" not in annotation["metadata"]
             assert annotation["result"]["explanation"] == (
                 "1 claim: 1 supported, 0 contradicted, 0 unverifiable"

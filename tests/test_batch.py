@@ -8,7 +8,7 @@ import anyio
 import pytest
 
 from agentscore import Agent
-from agentscore.batch import EvalItemResult, run_evals, run_evals_sync
+from agentscore.ci.batch import EvalItemResult, run_evals, run_evals_sync
 from agentscore.context import run_context
 from agentscore.scorers import create_faithfulness_scorer, create_hallucination_scorer
 from tests.test_agent import agent_endpoint, lookup_order

@@ -14,12 +14,12 @@ import pytest
 from structlog.testing import capture_logs
 
 from agentscore import Agent
+from agentscore._runtime import callbacks as _callbacks
+from agentscore._runtime.loop import background_loop
 from agentscore.context import ContextParams
 from agentscore.pipeline.runner import Runner, ScoreJob
 from agentscore.result import ScoreResult, ScoreStatus
 from agentscore.run import ScorerRun
-from agentscore.runtime import callbacks as _callbacks
-from agentscore.runtime.loop import background_loop
 from agentscore.scorers import StepParams, create_hallucination_scorer, create_scorer
 from agentscore.testing import ScriptedEndpoint, chat_completion
 

@@ -304,8 +304,8 @@ async def test_a_plain_llm_judge_is_recorded_as_the_decider_without_a_confidence
 
 
 def test_confidence_and_decider_are_never_asked_of_an_llm() -> None:
-    from agentscore.claims.protocol import ClaimVerdicts, Verdicts
     from agentscore.judges._structured import strict_schema
+    from agentscore.protocol.protocol import ClaimVerdicts, Verdicts
 
     for model in (ClaimVerdicts, Verdicts):
         text = json.dumps(strict_schema(model))

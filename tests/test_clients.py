@@ -12,7 +12,7 @@ from pathlib import Path
 import trio
 from openai import AsyncOpenAI
 
-from agentscore._clients import LoopLocalClient, create_chat_completion
+from agentscore._wire.clients import LoopLocalClient, create_chat_completion
 from agentscore.testing import chat_completion
 from tests.raw_http import RawReply, raw_http_server
 from tests.seeds import PYTHON, verify_reply

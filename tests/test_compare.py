@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from agentscore.ci.compare import compare_results, read_results
 from agentscore.cli import main
-from agentscore.compare import compare_results, read_results
 from tests.test_cli import GROUNDED, WRONG, write_jsonl
 
 

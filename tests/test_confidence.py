@@ -8,8 +8,8 @@ from itertools import product
 
 import pytest
 
-from agentscore.judges._grounding import DECIDED, UNDECIDED, ClaimCheck, Mode, check_claims
-from agentscore.judges._grounding_lexicon import STATES
+from agentscore.judges.local._grounding import DECIDED, UNDECIDED, ClaimCheck, Mode, check_claims
+from agentscore.judges.local._lexicon import STATES
 
 
 def check(claim: str, context: list[str], mode: Mode = "hallucination") -> ClaimCheck:

@@ -17,9 +17,9 @@ from typing import Any
 import anyio
 import pytest
 
-from agentscore.judges._grounding import check_claims
-from agentscore.runtime import courtesy
-from agentscore.runtime.loop import BackgroundLoop
+from agentscore._runtime import courtesy
+from agentscore._runtime.loop import BackgroundLoop
+from agentscore.judges.local._grounding import check_claims
 
 WORK = 0.05  # seconds of the loop's CPU work
 PIECE = 0.00005  # seconds per piece of it

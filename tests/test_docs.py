@@ -186,7 +186,7 @@ def _instance(schema: dict[str, Any], root: dict[str, Any]) -> Any:
 # `__main__`, then the exit hooks a real program would run, and reports its output as JSON.
 RUNNER = r"""
 import atexit, contextlib, io, json, os, signal, sys, traceback
-import agentscore, agentscore.batch, agentscore.scorers, agentscore.telemetry.setup
+import agentscore, agentscore.ci.batch, agentscore.scorers, agentscore.telemetry.setup
 import fastapi, fastapi.testclient, openai, pydantic, pytest
 
 def run(block, workdir):

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from agentscore.judges._grounding import (
+from agentscore.judges.local._grounding import (
     DECIDED,
     MAX_CLAIMS,
     ClaimCheck,
@@ -20,9 +20,9 @@ from agentscore.judges._grounding import (
     check_claims,
     split_claims,
 )
-from agentscore.judges._grounding_json import MAX_PATH_KEYS, context_sentences
-from agentscore.judges._grounding_numbers import _Spans, extract_numbers
-from agentscore.judges._grounding_numindex import NumberIndex
+from agentscore.judges.local._json import MAX_PATH_KEYS, context_sentences
+from agentscore.judges.local._numbers import _Spans, extract_numbers
+from agentscore.judges.local._numindex import NumberIndex
 
 
 def verdicts(output: str, context: list[str], mode: Mode = "faithfulness") -> list[str]:
@@ -552,7 +552,7 @@ def test_a_tie_between_two_sentences_does_not_depend_on_the_string_hash_seed() -
     # Each sentence holds half the claim's words; their alignment scores are float sums that
     # were added in set order, so the process's hash seed picked the evidence.
     script = (
-        "from agentscore.judges._grounding import check_claims\n"
+        "from agentscore.judges.local._grounding import check_claims\n"
         "context = ['Praised for his work on the Dublin stage he came to the screen in the HBO "
         'series "Long Road" playing Captain Hal Brandt. Brandt was portrayed in the HBO '
         'miniseries "Long Road" by Owen Mercer.\']\n'

@@ -8,11 +8,11 @@ from collections.abc import Sequence
 import pytest
 
 from agentscore.judges import LocalJudge, OpenAIJudge
-from agentscore.judges import _grounding_context as prepared_contexts
-from agentscore.judges._grounding import check_claims
-from agentscore.judges._grounding_context import Prepared, prepare
-from agentscore.judges._grounding_numbers import Number
-from agentscore.judges._grounding_parse import Parsed, parse
+from agentscore.judges.local import _context as prepared_contexts
+from agentscore.judges.local._context import Prepared, prepare
+from agentscore.judges.local._grounding import check_claims
+from agentscore.judges.local._numbers import Number
+from agentscore.judges.local._parse import Parsed, parse
 from agentscore.result import ScoreStatus
 from agentscore.run import ScorerRun
 from agentscore.scorers import create_faithfulness_scorer, create_hallucination_scorer

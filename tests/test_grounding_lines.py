@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 import random
 
-from agentscore.judges._grounding_json import Objects, walk
-from agentscore.judges._grounding_numbers import extract_numbers, line_numbers
-from agentscore.judges._grounding_parse import parse, scan, word_pairs
+from agentscore.judges.local._json import Objects, walk
+from agentscore.judges.local._numbers import extract_numbers, line_numbers
+from agentscore.judges.local._parse import parse, scan, word_pairs
 
 # Keys that could touch a value's numbers ("first name", "estimated", a month, a digit),
 # next to plain ones, camelCase and snake_case.

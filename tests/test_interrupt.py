@@ -37,7 +37,7 @@ PREAMBLE = """
     # As in a terminal, even when the test runs as a background job (SIGINT ignored).
     signal.signal(signal.SIGINT, signal.default_int_handler)
     import anyio
-    from agentscore.runtime.loop import background_loop
+    from agentscore._runtime.loop import background_loop
     from agentscore import agent as agent_module
 
     def poke() -> None:

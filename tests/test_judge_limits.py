@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from agentscore.claims.protocol import Claims
 from agentscore.errors import ConfigurationError
 from agentscore.judges import OpenAIJudge, ResponseCache
 from agentscore.judges.openai import DEFAULT_MAX_REPLY_CHARS
+from agentscore.protocol.protocol import Claims
 from agentscore.run import ScorerRun
 from agentscore.scorers import ScoreStatus, create_faithfulness_scorer, create_hallucination_scorer
 from agentscore.testing import ScriptedEndpoint, chat_completion

@@ -11,7 +11,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from agentscore import Evals, Runner, ScoreResult, ScorerRun
-from agentscore.batch import run_evals_sync
+from agentscore.ci.batch import run_evals_sync
 from agentscore.cli import main
 from agentscore.judges import OpenAIJudge
 from agentscore.result import ScoreStatus

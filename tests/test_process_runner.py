@@ -30,11 +30,11 @@ from agentscore import (
     ScoreStatus,
     Telemetry,
 )
+from agentscore._runtime import courtesy
+from agentscore._runtime.callbacks import on_loop
 from agentscore.pipeline import process
 from agentscore.pipeline.runner import ScoreJob
 from agentscore.run import ScorerRun
-from agentscore.runtime import courtesy
-from agentscore.runtime.callbacks import on_loop
 from agentscore.scorers import StepParams, create_faithfulness_scorer, create_scorer
 from agentscore.telemetry.otlp import OtlpSpanExporter
 from agentscore.testing import ScriptedEndpoint, chat_completion

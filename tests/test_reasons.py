@@ -10,7 +10,7 @@ import pytest
 
 from agentscore.demo.run import _cell
 from agentscore.judges import OpenAIJudge
-from agentscore.judges._grounding import check_claims
+from agentscore.judges.local._grounding import check_claims
 from agentscore.result import ScoreResult, ScoreStatus
 from agentscore.run import ScorerRun
 from agentscore.scorers import create_faithfulness_scorer

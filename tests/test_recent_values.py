@@ -1,4 +1,4 @@
-"""The bounded store of what a run's scorers derive from its context (agentscore.runtime.recent)."""
+"""The bounded store of what a run's scorers derive from its context (agentscore._memo)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from agentscore.runtime.recent import RecentValues
+from agentscore._memo import RecentValues
 
 
 def test_values_are_kept_by_key_most_recent_last_within_both_bounds() -> None:

@@ -13,13 +13,13 @@ from structlog.testing import capture_logs
 
 from agentscore import Agent
 from agentscore._redact import redact, register_secret
-from agentscore.batch import run_evals_sync
+from agentscore._runtime.loop import background_loop
+from agentscore.ci.batch import run_evals_sync
 from agentscore.cli import main
 from agentscore.judges.openai import OpenAIJudge
 from agentscore.pipeline.evaluate import evaluate
 from agentscore.result import ScoreResult
 from agentscore.run import ScorerRun
-from agentscore.runtime.loop import background_loop
 from agentscore.scorers import create_hallucination_scorer
 from agentscore.telemetry.core import Telemetry
 from tests.chat_server import Answer, Request, chat_server, echo_key_401, judge_reply

@@ -13,10 +13,10 @@ from structlog.testing import capture_logs
 
 from agentscore import Agent
 from agentscore._redact import redact_exception, scrub_data
+from agentscore._runtime.loop import background_loop
 from agentscore.judges.openai import OpenAIJudge
 from agentscore.pipeline.evaluate import evaluate
 from agentscore.run import ScorerRun
-from agentscore.runtime.loop import background_loop
 from agentscore.scorers import create_faithfulness_scorer, create_hallucination_scorer
 from agentscore.telemetry.core import Telemetry
 from tests.chat_server import Answer, Request, chat_server, echo_key_401, judge_reply

@@ -14,10 +14,10 @@ from typing import Any
 import anyio
 import pytest
 
+from agentscore._runtime.hooks import exit_flush_timeout
 from agentscore.pipeline.runner import HANDOVER_LINGER, Runner, ScoreJob
 from agentscore.result import ScoreStatus
 from agentscore.run import ScorerRun
-from agentscore.runtime.hooks import exit_flush_timeout
 from agentscore.scorers import StepParams, create_scorer
 
 

@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from agentscore import Agent, Evals, Runner, ScoreResult, Telemetry
-from agentscore.batch import run_evals_sync
+from agentscore.ci.batch import run_evals_sync
 from agentscore.cli import main
 from agentscore.spans import ScoringSpanProcessor
 from agentscore.testing import ScriptedEndpoint, chat_completion

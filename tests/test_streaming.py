@@ -10,12 +10,12 @@ import anyio
 import pytest
 
 from agentscore import Agent, tool
+from agentscore.agent.streaming import StreamDone, TextDelta, ToolCallEvent, ToolResultEvent
 from agentscore.evals import Evals
 from agentscore.judges import LocalJudge
 from agentscore.pipeline.runner import Runner
 from agentscore.result import ScoreResult
 from agentscore.scorers import create_faithfulness_scorer
-from agentscore.streaming import StreamDone, TextDelta, ToolCallEvent, ToolResultEvent
 from agentscore.telemetry import Telemetry
 from agentscore.testing import ScriptedEndpoint, chat_completion
 from tests.conftest import Otel, span_context

@@ -220,7 +220,7 @@ def test_observe_rejects_generators() -> None:
 def test_a_list_the_caller_keeps_appending_to_is_scored_as_it_was_submitted() -> None:
     import threading
 
-    from agentscore.runtime.loop import background_loop
+    from agentscore._runtime.loop import background_loop
 
     evals, runner, scores = make_evals()
     conversation = list(LOOP_OUTPUT)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from agentscore.runtime.workqueue import Refused, WorkQueue
+from agentscore._runtime.workqueue import Refused, WorkQueue
 
 
 def test_put_refuses_what_does_not_fit_and_after_close() -> None:

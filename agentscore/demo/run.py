@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import time
 
-from agentscore._table import render_table
 from agentscore.agent import Agent
+from agentscore.ci import render_table
 from agentscore.context import ContextParams, extract_tool_results, format_tool_result
 from agentscore.demo.reasons import render_reasons
 from agentscore.demo.support import (

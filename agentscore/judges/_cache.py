@@ -10,7 +10,7 @@ from pydantic import BaseModel
 from pydantic_core import to_json
 
 from agentscore._options import check_number
-from agentscore.runtime.recent import RecentValues
+from agentscore._memo import RecentValues
 
 __all__ = ["DEFAULT_MAX_BYTES", "ResponseCache", "cache_key"]
 

@@ -14,8 +14,8 @@ from typing import Any, Protocol
 
 from openai import AsyncOpenAI
 
-from agentscore._clients import sdk_http_module
 from agentscore._redact import scrub
+from agentscore._wire.clients import sdk_http_module
 
 __all__ = [
     "PREVIEW_CHARS",
@@ -55,7 +55,7 @@ class ChatReply:
 async def post_chat_completion(
     client: AsyncOpenAI, body: dict[str, Any], *, max_retries: int
 ) -> HttpReply:
-    """POST /chat/completions as `agentscore._clients.create_chat_completion` does (same
+    """POST /chat/completions as `agentscore._wire.clients.create_chat_completion` does (same
     client, endpoint, retries, errors), answered with the HTTP response itself."""
     response: HttpReply = await client.post(
         "/chat/completions",

@@ -24,8 +24,8 @@ from urllib.parse import urlsplit, urlunsplit
 import openai
 from openai import AsyncOpenAI
 
-from agentscore._clients import sdk_http_module
 from agentscore._redact import scrub
+from agentscore._wire.clients import sdk_http_module
 from agentscore.judges._completion import (
     PREVIEW_CHARS,
     ChatReply,

@@ -22,12 +22,12 @@ from opentelemetry.metrics import Observation
 from pydantic import BaseModel
 
 from agentscore._options import check_number
-from agentscore.claims import prompts
-from agentscore.claims.protocol import AnalyzePayload, Task, Verdicts, VerifyPayload
 from agentscore.errors import ConfigurationError, JudgeError
 from agentscore.judges._agreement import Agreement, AgreementTracker
 from agentscore.judges._plain import JudgeLike, plain_judge
 from agentscore.judges.base import Judge, JudgeReply, JudgeRequest, JudgeUsage
+from agentscore.protocol import prompts
+from agentscore.protocol.protocol import AnalyzePayload, Task, Verdicts, VerifyPayload
 from agentscore.telemetry.core import GAUGES, current_telemetry
 
 __all__ = [

@@ -13,9 +13,9 @@ import anyio
 from openai import AsyncOpenAI
 from pydantic import BaseModel
 
-from agentscore._clients import LoopLocalClient, current_loop_token
 from agentscore._options import check_number
 from agentscore._redact import known_secrets, redact, register_secret
+from agentscore._wire.clients import LoopLocalClient, current_loop_token
 from agentscore.adapters import coerce_messages
 from agentscore.errors import (
     ConfigurationError,

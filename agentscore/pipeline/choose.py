@@ -12,9 +12,9 @@ from typing import Protocol
 
 import structlog
 
+from agentscore._runtime.callbacks import call_user
 from agentscore.pipeline.sampling import sample_point, sampled
 from agentscore.run import ScorerRun
-from agentscore.runtime.callbacks import call_user
 from agentscore.scorers.base import Scorer
 
 __all__ = ["RunFilter", "SampledEntry", "accepts", "accepts_async", "sampled_scorers"]

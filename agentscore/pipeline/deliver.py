@@ -8,8 +8,8 @@ from collections.abc import Callable, Iterable
 import anyio
 import structlog
 
+from agentscore._runtime.callbacks import call_user
 from agentscore.result import ScoreResult
-from agentscore.runtime.callbacks import call_user
 from agentscore.telemetry.core import Telemetry, reset_telemetry, use_telemetry
 
 __all__ = ["ScoreSink", "deliver"]

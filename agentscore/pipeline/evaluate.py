@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from agentscore._runtime.courtesy import give_way
 from agentscore.judges.base import Judge
 from agentscore.result import ScoreResult
 from agentscore.run import ScorerRun
-from agentscore.runtime.courtesy import give_way
 from agentscore.scorers.base import Scorer
 from agentscore.telemetry.core import Telemetry, scoring_scope
 from agentscore.telemetry.evaluations import emit_result, evaluation_span, record_attempt

@@ -56,16 +56,16 @@ import anyio.to_thread
 import structlog
 
 from agentscore._options import check_number
+from agentscore._runtime import courtesy
+from agentscore._runtime.hooks import after_fork_in_child
+from agentscore._runtime.loop import BackgroundLoop, background_loop
+from agentscore._runtime.workqueue import WorkQueue
 from agentscore.errors import ConfigurationError
 from agentscore.pipeline.deliver import ScoreSink, deliver
 from agentscore.pipeline.drops import DropHandler, DropReporter
 from agentscore.pipeline.retry import RetryPolicy
 from agentscore.pipeline.runner import Runner, RunnerStats, ScoreJob, failed_result, started
 from agentscore.result import ScoreError, ScoreResult, ScoreStatus
-from agentscore.runtime import courtesy
-from agentscore.runtime.hooks import after_fork_in_child
-from agentscore.runtime.loop import BackgroundLoop, background_loop
-from agentscore.runtime.workqueue import WorkQueue
 from agentscore.scorers.base import Scorer
 from agentscore.scorers.together import Together
 from agentscore.telemetry.core import Telemetry

@@ -24,6 +24,10 @@ import anyio.to_thread
 import structlog
 
 from agentscore._options import check_number
+from agentscore._runtime.courtesy import give_way
+from agentscore._runtime.hooks import after_fork_in_child, at_exit, exit_deadline, on_drain
+from agentscore._runtime.loop import BackgroundLoop, background_loop
+from agentscore._runtime.workqueue import WorkQueue
 from agentscore.judges.base import Judge
 from agentscore.pipeline.deliver import ScoreSink, deliver
 from agentscore.pipeline.drops import DropHandler, DropReporter
@@ -31,10 +35,6 @@ from agentscore.pipeline.evaluate import evaluate
 from agentscore.pipeline.retry import RetryPolicy
 from agentscore.result import ScoreError, ScoreResult, ScoreStatus
 from agentscore.run import ScorerRun
-from agentscore.runtime.courtesy import give_way
-from agentscore.runtime.hooks import after_fork_in_child, at_exit, exit_deadline, on_drain
-from agentscore.runtime.loop import BackgroundLoop, background_loop
-from agentscore.runtime.workqueue import WorkQueue
 from agentscore.scorers.base import Scorer
 from agentscore.scorers.together import Together
 from agentscore.telemetry.core import Telemetry

@@ -1,7 +1,7 @@
 """Scorers: the built-in scorers, the custom-scorer pipeline, and scoring several together."""
 
-from agentscore.claims.protocol import Verdict
 from agentscore.context import ContextParams, ToolResult, extract_tool_results
+from agentscore.protocol.protocol import Verdict
 from agentscore.result import ScoreError, ScoreResult, ScoreStatus
 from agentscore.scorers.answer_relevancy import create_answer_relevancy_scorer
 from agentscore.scorers.base import JudgePrompt, Score, Scorer, StepParams, create_scorer

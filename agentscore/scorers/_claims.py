@@ -14,8 +14,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentscore._options import check_flag, check_number
-from agentscore.claims import prompts
-from agentscore.claims.protocol import (
+from agentscore._runtime.callbacks import call_user, on_loop
+from agentscore.context import ContextParams, GetContext, found_context
+from agentscore.errors import ConfigurationError, InputTooLargeError
+from agentscore.judges.base import JudgeRequest
+from agentscore.judges.resolve import JudgeLike
+from agentscore.protocol import prompts
+from agentscore.protocol.protocol import (
     AnalyzePayload,
     ClaimMode,
     Claims,
@@ -29,12 +34,7 @@ from agentscore.claims.protocol import (
     Verdicts,
     VerifyPayload,
 )
-from agentscore.claims.reason import compose_reason
-from agentscore.context import ContextParams, GetContext, found_context
-from agentscore.errors import ConfigurationError, InputTooLargeError
-from agentscore.judges.base import JudgeRequest
-from agentscore.judges.resolve import JudgeLike
-from agentscore.runtime.callbacks import call_user, on_loop
+from agentscore.protocol.reason import compose_reason
 from agentscore.scorers.base import Score, Scorer, StepParams
 
 __all__ = [

@@ -16,8 +16,9 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, WithJsonSchema, create_model
 
-from agentscore.claims import prompts
-from agentscore.claims.protocol import (
+from agentscore.judges.base import JudgeRequest
+from agentscore.protocol import prompts
+from agentscore.protocol.protocol import (
     ClaimVerdicts,
     CompletenessPayload,
     ContextRelevancePayload,
@@ -31,7 +32,6 @@ from agentscore.claims.protocol import (
     Task,
     VerifyPayload,
 )
-from agentscore.judges.base import JudgeRequest
 
 __all__ = ["Plan", "batchable", "plan", "repair_request"]
 

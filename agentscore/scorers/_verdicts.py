@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from agentscore.claims.protocol import Verdict
-from agentscore.claims.reason import quote
+from agentscore._runtime.callbacks import on_loop
 from agentscore.errors import ConfigurationError, MissingInputError
 from agentscore.judges.base import Judge
 from agentscore.judges.local import LocalJudge
 from agentscore.judges.resolve import JudgeLike
-from agentscore.runtime.callbacks import on_loop
+from agentscore.protocol.protocol import Verdict
+from agentscore.protocol.reason import quote
 from agentscore.scorers._claims import scaled_threshold
 from agentscore.scorers.base import Score, Scorer, StepParams
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from agentscore._options import check_number
-from agentscore.claims import prompts
-from agentscore.claims.protocol import RelevancyPayload, StatementVerdicts, Task, Verdict
 from agentscore.judges.base import JudgeRequest
 from agentscore.judges.resolve import JudgeLike
+from agentscore.protocol import prompts
+from agentscore.protocol.protocol import RelevancyPayload, StatementVerdicts, Task, Verdict
 from agentscore.scorers._claims import checked_output
 from agentscore.scorers._verdicts import Judged, Wording, judged_list_scorer, question_of
 from agentscore.scorers.base import Scorer, StepParams

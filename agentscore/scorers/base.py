@@ -18,6 +18,9 @@ from pydantic import BaseModel
 
 from agentscore._options import check_flag, check_number
 from agentscore._redact import scrub_data
+from agentscore._runtime.callbacks import call_user
+from agentscore._runtime.courtesy import give_way
+from agentscore._runtime.loop import background_loop
 from agentscore.errors import (
     ConfigurationError,
     JudgeError,
@@ -28,9 +31,6 @@ from agentscore.judges.base import Judge, JudgeRequest, JudgeUsage
 from agentscore.judges.resolve import JudgeLike, resolve_judge
 from agentscore.result import ScoreError, ScoreResult, ScoreStatus
 from agentscore.run import ScorerRun
-from agentscore.runtime.callbacks import call_user
-from agentscore.runtime.courtesy import give_way
-from agentscore.runtime.loop import background_loop
 from agentscore.telemetry.core import scoring_scope
 
 __all__ = [

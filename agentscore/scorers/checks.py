@@ -8,8 +8,8 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
+from agentscore._runtime.callbacks import on_loop
 from agentscore.errors import ConfigurationError
-from agentscore.runtime.callbacks import on_loop
 from agentscore.scorers._claims import checked_output, scaled_threshold
 from agentscore.scorers.base import Score, Scorer, StepParams
 

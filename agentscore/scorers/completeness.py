@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from agentscore.claims import prompts
-from agentscore.claims.protocol import CompletenessPayload, Requirements, Task, Verdict
 from agentscore.judges.base import JudgeRequest
 from agentscore.judges.resolve import JudgeLike
+from agentscore.protocol import prompts
+from agentscore.protocol.protocol import CompletenessPayload, Requirements, Task, Verdict
 from agentscore.scorers._claims import checked_output
 from agentscore.scorers._verdicts import (
     Judged,

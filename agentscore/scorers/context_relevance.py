@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agentscore.claims import prompts
-from agentscore.claims.protocol import ContextRelevancePayload, ItemVerdicts, Task, Verdict
 from agentscore.context import GetContext
 from agentscore.judges.base import JudgeRequest
 from agentscore.judges.resolve import JudgeLike
+from agentscore.protocol import prompts
+from agentscore.protocol.protocol import ContextRelevancePayload, ItemVerdicts, Task, Verdict
 from agentscore.scorers._claims import check_context_options, resolve_context
 from agentscore.scorers._verdicts import Judged, Wording, judged_list_scorer, question_of
 from agentscore.scorers.base import Scorer, StepParams

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from agentscore._options import check_number
-from agentscore.claims import prompts
-from agentscore.claims.protocol import CriterionScores, RubricPayload, Task
+from agentscore._runtime.callbacks import on_loop
 from agentscore.errors import ConfigurationError
 from agentscore.judges.base import JudgeRequest
 from agentscore.judges.resolve import JudgeLike
-from agentscore.runtime.callbacks import on_loop
+from agentscore.protocol import prompts
+from agentscore.protocol.protocol import CriterionScores, RubricPayload, Task
 from agentscore.scorers._claims import checked_output, scaled_threshold
 from agentscore.scorers._verdicts import question_of, require_llm
 from agentscore.scorers.base import Score, Scorer, StepParams

@@ -9,13 +9,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agentscore.claims import prompts
-from agentscore.claims.protocol import ItemVerdicts, Task, ToolChoicePayload, Verdict
+from agentscore._runtime.callbacks import on_loop
 from agentscore.errors import ConfigurationError, MissingInputError
 from agentscore.judges.base import JudgeRequest
 from agentscore.judges.resolve import JudgeLike
 from agentscore.messages import ToolCall
-from agentscore.runtime.callbacks import on_loop
+from agentscore.protocol import prompts
+from agentscore.protocol.protocol import ItemVerdicts, Task, ToolChoicePayload, Verdict
 from agentscore.scorers._claims import scaled_threshold
 from agentscore.scorers._verdicts import question_of, require_llm
 from agentscore.scorers.base import Score, Scorer, StepParams

@@ -29,10 +29,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from agentscore._memo import RecentValues
 from agentscore.errors import ConfigurationError
 from agentscore.result import ScoreResult
 from agentscore.run import ScorerRun
-from agentscore.runtime.recent import RecentValues
 from agentscore.spans.records import SpanRecord
 
 __all__ = ["Commit", "Job", "JobKey", "QueueInUseError", "SqliteQueue", "Synchronous"]

@@ -18,12 +18,12 @@ import structlog
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 
+from agentscore._runtime.courtesy import give_way, start_giving_way
+from agentscore._runtime.hooks import after_fork_in_child
+from agentscore._runtime.workqueue import WorkQueue
 from agentscore.errors import ConfigurationError
 from agentscore.evals import Evals
 from agentscore.run import ScorerRun
-from agentscore.runtime.courtesy import give_way, start_giving_way
-from agentscore.runtime.hooks import after_fork_in_child
-from agentscore.runtime.workqueue import WorkQueue
 from agentscore.spans.assembler import TraceAssembler
 from agentscore.spans.records import SpanRecord
 from agentscore.telemetry.core import AGENTSCORE_SCOPE, Telemetry, scoring_in_progress

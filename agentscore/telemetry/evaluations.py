@@ -53,7 +53,7 @@ __all__ = [
 
 # With content capture on: a JSON list of {claim, verdict, reason}, so a person reading the
 # evaluation sees which claim failed and why.
-CLAIMS_ATTRIBUTE = "agentscore.claims"
+CLAIMS_ATTRIBUTE = "agentscore.protocol"
 STATUS_ATTRIBUTE = "agentscore.score.status"
 # The status of an attempt whose judge failed for a passing reason: it will be tried again.
 DELAYED = "delayed"

@@ -32,8 +32,8 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
+from agentscore._runtime.hooks import at_exit, drain, exit_deadline, exit_flush_timeout
 from agentscore.errors import ConfigurationError
-from agentscore.runtime.hooks import at_exit, drain, exit_deadline, exit_flush_timeout
 from agentscore.telemetry.core import Telemetry
 
 __all__ = ["DEFAULT_JSONL_PATH", "JsonlExporter", "TelemetrySetup", "setup_telemetry"]

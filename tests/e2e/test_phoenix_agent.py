@@ -20,8 +20,8 @@ from agentscore import Agent, Evals, ProcessRunner, Runner, Telemetry
 from agentscore.judges import OpenAIJudge
 from agentscore.pipeline.runner import JobRunner
 from agentscore.scorers import create_faithfulness_scorer, create_hallucination_scorer
-from agentscore.telemetry.backends import PhoenixAnnotations
-from agentscore.telemetry.roots import RootSpans
+from agentscore.sinks.backends import PhoenixAnnotations
+from agentscore.sinks.roots import RootSpans
 from agentscore.testing import ScriptedEndpoint, chat_completion
 from tests.e2e.phoenix import PROJECT_NAME_ATTRIBUTE, PhoenixServer, Span, spans_named
 from tests.test_agent import agent_endpoint, judge_endpoint, lookup_order, tool_context
@@ -139,7 +139,7 @@ def test_each_claim_and_the_trace_root_annotation_reach_phoenix(phoenix: Phoenix
         project, lambda s: bool(spans_named(s, "evaluation faithfulness")), timeout=60
     )
     [evaluation] = spans_named(spans, "evaluation faithfulness")
-    claims = json.loads(evaluation["attributes"]["agentscore.claims"])
+    claims = json.loads(evaluation["attributes"]["agentscore.protocol"])
     # The span carries each claim's text, verdict and reason (not the judge's bookkeeping).
     assert claims == [
         {key: verdict[key] for key in ("claim", "verdict", "reason")}

@@ -1,0 +1,234 @@
+"""Batch evaluation: score a dataset, optionally running a target (an agent) on each item first."""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import anyio
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentscore._redact import redact
+from agentscore._runtime.loop import background_loop
+from agentscore.adapters import coerce_messages
+from agentscore.agent import Agent
+from agentscore.errors import ConfigurationError
+from agentscore.judges.base import Judge
+from agentscore.messages import Message
+from agentscore.pipeline.evaluate import evaluate
+from agentscore.result import ScoreResult, ScoreStatus
+from agentscore.run import ScorerRun
+from agentscore.scorers.base import Scorer
+from agentscore.scorers.together import Together
+
+__all__ = [
+    "EvalItemResult",
+    "EvalReport",
+    "ScorerSummary",
+    "run_evals",
+    "run_evals_sync",
+    "split_messages",
+    "summarize",
+]
+
+Target = Agent | Callable[[Any], Any]
+
+
+class EvalItemResult(BaseModel):
+    """One item: its position, the run that was scored, each scorer's result, or the error."""
+
+    model_config = ConfigDict(frozen=True)
+
+    index: int
+    run: ScorerRun | None = None
+    scorer_results: dict[str, ScoreResult] = Field(default_factory=dict)
+    error: str | None = None
+
+
+class ScorerSummary(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    scorer_id: str
+    mean: float | None
+    pass_rate: float | None
+    scored: int
+    failed: int
+    # Runs the scorer had no context for: not judged, so outside the mean and the pass rate.
+    no_context: int = 0
+
+
+class EvalReport(BaseModel):
+    """`scores` maps scorer id to its mean score over the items it scored."""
+
+    model_config = ConfigDict(frozen=True)
+
+    scores: dict[str, float | None]
+    summaries: dict[str, ScorerSummary]
+    items: list[EvalItemResult]
+
+
+async def run_evals(
+    data: Sequence[Mapping[str, Any]],
+    scorers: Sequence[Scorer],
+    target: Target | None = None,
+    *,
+    concurrency: int = 8,
+    on_item_complete: Callable[[EvalItemResult], object] | None = None,
+) -> EvalReport:
+    """Score every item of `data` with every scorer, `concurrency` items at a time.
+
+    An item is a mapping with `input`, and `output` unless a `target` produces it (an `Agent`,
+    or any sync or async callable taking the input), or with `messages` (a whole
+    conversation, split after its last user message); optional `ground_truth`, `context`
+    (kept in `run.request_context["context"]`, which `agentscore.context.run_context` reads),
+    `documents` (retrieved documents, `run.documents`) and `id`. A failing item is recorded
+    with its error and counts as failed for every scorer; it never stops the run.
+    `on_item_complete` (sync or async) sees each item's result as soon as it is scored.
+    """
+    if concurrency < 1:
+        raise ConfigurationError("concurrency must be at least 1")
+    if not scorers:
+        raise ConfigurationError("run_evals needs at least one scorer")
+    results: list[EvalItemResult | None] = [None] * len(data)
+    slots = anyio.Semaphore(concurrency)
+
+    async def one(index: int, item: Mapping[str, Any]) -> None:
+        async with slots:
+            outcome = await _evaluate_item(index, item, scorers, target)
+        results[index] = outcome
+        if on_item_complete is not None:
+            returned = on_item_complete(outcome)
+            if inspect.isawaitable(returned):
+                await returned
+
+    async with anyio.create_task_group() as task_group:
+        for index, item in enumerate(data):
+            task_group.start_soon(one, index, item)
+    items = [result for result in results if result is not None]
+    summaries = {scorer.id: summarize(scorer, items) for scorer in scorers}
+    return EvalReport(
+        scores={scorer_id: summary.mean for scorer_id, summary in summaries.items()},
+        summaries=summaries,
+        items=items,
+    )
+
+
+def run_evals_sync(
+    data: Sequence[Mapping[str, Any]],
+    scorers: Sequence[Scorer],
+    target: Target | None = None,
+    *,
+    concurrency: int = 8,
+    on_item_complete: Callable[[EvalItemResult], object] | None = None,
+) -> EvalReport:
+    """Blocking `run_evals`, safe from sync code and from inside a running loop."""
+
+    async def call() -> EvalReport:
+        return await run_evals(
+            data, scorers, target, concurrency=concurrency, on_item_complete=on_item_complete
+        )
+
+    return background_loop.call(call)
+
+
+def summarize(scorer: Scorer, items: Sequence[EvalItemResult]) -> ScorerSummary:
+    """An item that errored before scoring, or whose score failed, counts as failed: a pass
+    rate over the survivors alone would hide a run where everything broke. Runs with no
+    context were not judged: counted apart, neither passed nor failed."""
+    results = [item.scorer_results[scorer.id] for item in items if scorer.id in item.scorer_results]
+    # Runs with nothing to judge (no claims) carry no signal: they stay out of the mean.
+    scores = [r.score for r in results if r.score is not None and r.status is ScoreStatus.SCORED]
+    passed = sum(1 for r in results if r.passed)
+    judged = sum(1 for r in results if r.passed is not None)
+    failed = sum(1 for r in results if r.status is ScoreStatus.FAILED)
+    failed += sum(1 for item in items if item.error is not None)
+    return ScorerSummary(
+        scorer_id=scorer.id,
+        mean=math.fsum(scores) / len(scores) if scores else None,
+        pass_rate=passed / (judged + failed) if judged + failed else None,
+        scored=len(scores),
+        failed=failed,
+        no_context=sum(1 for r in results if r.status is ScoreStatus.NO_CONTEXT),
+    )
+
+
+async def _evaluate_item(
+    index: int, item: Mapping[str, Any], scorers: Sequence[Scorer], target: Target | None
+) -> EvalItemResult:
+    try:
+        run = await _run_for(item, target)
+    except Exception as exc:
+        # The target's own errors can quote its credentials ("Bearer sk-..." from the SDK).
+        return EvalItemResult(index=index, error=redact(f"{type(exc).__name__}: {exc}"))
+    scored: dict[str, ScoreResult] = {}
+    # The item's LLM scorers on one judge share one judge request.
+    together = Together(scorers)
+
+    async def score(scorer: Scorer) -> None:
+        # The pipeline's evaluate, with no telemetry: a batch run emits no spans, and its
+        # failures are reported per record (the CLI's circuit breaker stops a dead judge).
+        async def attempt(judge: Judge | None) -> ScoreResult:
+            return await evaluate(None, scorer, run, timeout=None, judge=judge)
+
+        scored[scorer.id] = await together.score(scorer, attempt)
+
+    async with anyio.create_task_group() as task_group:
+        for scorer in scorers:
+            task_group.start_soon(score, scorer)
+    # In the scorers' order, not the order they finished in (sharing a request, they finish
+    # together), so reports and "first failure" lines are stable.
+    ordered = {scorer.id: scored[scorer.id] for scorer in scorers if scorer.id in scored}
+    return EvalItemResult(index=index, run=run, scorer_results=ordered)
+
+
+def split_messages(record: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A record in the `messages` form (a whole conversation) as `input` and `output`, split
+    after the last user message; other records unchanged."""
+    if "messages" not in record:
+        return record
+    messages = coerce_messages(record["messages"])
+    last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
+    if last_user < 0:
+        raise ValueError("'messages' has no user message")
+    return {**record, "input": messages[: last_user + 1], "output": messages[last_user + 1 :]}
+
+
+async def _run_for(item: Mapping[str, Any], target: Target | None) -> ScorerRun:
+    if not isinstance(item, Mapping):
+        raise ValueError("an item must be a mapping")
+    item = split_messages(item)
+    if "input" not in item:
+        raise ValueError("an item needs an 'input' (or 'messages')")
+    request_context = {"context": item["context"]} if item.get("context") is not None else {}
+    common: dict[str, Any] = {
+        "input": item["input"],
+        "ground_truth": item.get("ground_truth"),
+        "request_context": request_context,
+        "documents": item.get("documents") or [],
+    }
+    if item.get("id") is not None:
+        common["run_id"] = str(item["id"])
+    if target is None:
+        if "output" not in item:
+            raise ValueError("an item needs an 'output' when no target is given")
+        return ScorerRun(output=item["output"], **common)
+    if isinstance(target, Agent):
+        result = await target.generate(item["input"], scorers=[])
+        return ScorerRun(
+            output=result.output,
+            trace_id=result.trace_id,
+            span_id=result.span_id,
+            response_id=result.response_id,
+            agent_name=target.name,
+            **common,
+        )
+    produced = target(item["input"])
+    if inspect.isawaitable(produced):
+        produced = await produced
+    return ScorerRun(output=_as_output(produced), **common)
+
+
+def _as_output(value: Any) -> list[Message]:
+    return coerce_messages(value if value is not None else "", default_role="assistant")
