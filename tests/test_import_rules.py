@@ -73,7 +73,6 @@ def test_an_import_up_the_layers_fails_lint(tmp_path: Path) -> None:
         },
     )
     assert check(root, LOW_HIGH) == ["upward import: pkg.base (low) imports pkg.top (high)"]
-    assert check(root, LOW_HIGH[::-1])[0].startswith("upward import: pkg.top")
 
 
 def test_a_module_outside_every_layer_fails_lint(tmp_path: Path) -> None:

@@ -9,8 +9,8 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import to_json
 
-from agentscore._options import check_number
 from agentscore._memo import RecentValues
+from agentscore._options import check_number
 
 __all__ = ["DEFAULT_MAX_BYTES", "ResponseCache", "cache_key"]
 
