@@ -24,7 +24,7 @@ from typing import Any
 import anyio
 from openai import AsyncOpenAI, OpenAI
 
-from agentscore._wire.clients import sdk_http_module
+from agentscore._wire.http import http_module as sdk_http_module
 from agentscore.agent import AgentResult
 from agentscore.ci import describe_failure, failing_claims
 from agentscore.result import ScoreResult, ScoreStatus

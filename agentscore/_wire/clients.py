@@ -14,10 +14,8 @@ import asyncio
 import contextlib
 import weakref
 from collections.abc import AsyncGenerator, Callable
-from types import ModuleType
 from typing import Any, Generic, Protocol, TypeVar
 
-import openai
 from openai import AsyncOpenAI
 from openai.types.chat import ChatCompletion
 
@@ -25,7 +23,6 @@ __all__ = [
     "LoopLocalClient",
     "create_chat_completion",
     "current_loop_token",
-    "sdk_http_module",
 ]
 
 
@@ -107,15 +104,3 @@ async def create_chat_completion(
         cast_to=ChatCompletion,
         options={"max_retries": max_retries},
     )
-
-
-def sdk_http_module() -> ModuleType:
-    """The HTTP library the installed SDK speaks: openai 3 speaks httpx2, earlier releases
-    (which `openai>=1.66` allows) speak httpx."""
-    if int(openai.__version__.split(".", 1)[0]) >= 3:
-        import httpx2
-
-        return httpx2
-    import httpx
-
-    return httpx

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from openai import AsyncOpenAI
 
 from agentscore._redact import scrub
-from agentscore._wire.clients import sdk_http_module
+from agentscore._wire.http import http_module as sdk_http_module
 
 __all__ = [
     "PREVIEW_CHARS",

@@ -25,7 +25,7 @@ import openai
 from openai import AsyncOpenAI
 
 from agentscore._redact import scrub
-from agentscore._wire.clients import sdk_http_module
+from agentscore._wire.http import http_module as sdk_http_module
 from agentscore.judges._completion import (
     PREVIEW_CHARS,
     ChatReply,
