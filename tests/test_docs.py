@@ -35,6 +35,9 @@ SKIP = "<!-- docs-test: skip -->"
 # Every string a judge's schema asks for; the custom-scorer how-to shows it in its output.
 JUDGE_TEXT = "Apologises and answers."
 ANSWER = "Order 1042 shipped on 2026-11-18."
+# The blocks run once, in the module fixture, whose time counts to the first test that asks
+# for it: on a loaded two-core machine that is minutes, not the suite's per-test guard.
+pytestmark = pytest.mark.timeout(900)
 
 
 @dataclass(frozen=True)
@@ -262,7 +265,7 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, An
             env=env,
             capture_output=True,
             text=True,
-            timeout=600,
+            timeout=840,
         )
     finally:
         server.shutdown()
