@@ -45,6 +45,7 @@ def create_answer_relevancy_scorer(
     user message fails with `MissingInputError`. With `model="local"` (the default) the
     verdicts are a lexical approximation: a statement sharing a content word with the
     question is "yes", any other "unsure" (see docs/concepts.md).
+    Options: `ScorerOptions`.
     """
     check_number("uncertainty_weight", uncertainty_weight, low=0, high=1)
 

@@ -134,7 +134,10 @@ def _scrubbed(value: T) -> T:
 
 
 class Scorer:
-    """A scorer assembled from steps (`create_scorer` is the same constructor); see `StepParams`."""
+    """A scorer assembled from steps (`create_scorer` is the same constructor); see `StepParams`.
+
+    `options` are the `ScorerOptions`, `threshold` on the score's own scale.
+    """
 
     def __init__(
         self,

@@ -35,7 +35,7 @@ def create_regex_scorer(
     **options: Unpack[ScorerOptions],
 ) -> Scorer:
     """Score = `scale` when the answer matches `pattern` (anywhere, or whole with
-    `fullmatch=True`), else 0. No judge request."""
+    `fullmatch=True`), else 0. No judge request. Options: `ScorerOptions`."""
     try:
         compiled = re.compile(pattern, flags) if isinstance(pattern, str) else pattern
     except re.error as exc:
@@ -62,7 +62,7 @@ def create_json_schema_scorer(
 ) -> Scorer:
     """Score = `scale` when the answer is JSON (a Markdown code fence around it is allowed)
     that validates against `schema` (JSON Schema draft 2020-12), else 0; the reason names the
-    first problem. No judge request."""
+    first problem. No judge request. Options: `ScorerOptions`."""
     if not isinstance(schema, Mapping):
         raise ConfigurationError("schema must be a JSON schema object (a mapping)")
     import jsonschema  # on first use: see tool_calls._problem
@@ -98,7 +98,8 @@ def create_contains_scorer(
 ) -> Scorer:
     """Whether the answer contains the given strings. `mode="all"`: score = share of them
     present; `"any"`: `scale` if at least one is, else 0; `"none"`: share of them absent
-    (a forbidden string present fails at the default threshold). No judge request."""
+    (a forbidden string present fails at the default threshold). No judge request.
+    Options: `ScorerOptions`."""
     if (
         isinstance(strings, str)
         or not strings

@@ -46,6 +46,7 @@ def create_completeness_scorer(
     constraint) and marks each yes (covered), unsure (partly) or no (left out). An empty
     answer scores 0 ("no_claims"); a run with no user message fails with `MissingInputError`.
     Needs an LLM judge: `model="local"` raises `ConfigurationError`.
+    Options: `ScorerOptions`.
     """
 
     scorer = judged_list_scorer(

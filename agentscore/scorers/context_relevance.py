@@ -43,6 +43,7 @@ def create_context_relevance_scorer(
     each). No context ends as "no_context" (no score); a run with no user message fails with
     `MissingInputError`. With `model="local"` (the default) the verdicts are lexical: an item
     sharing a content word with the question is "yes", any other "unsure".
+    Options: `ContextOptions`.
     """
     shared = built_in(options, DEFAULT_THRESHOLD, known=CONTEXT_OPTIONS)
     context, get_context = options.get("context"), options.get("get_context")

@@ -29,6 +29,7 @@ def create_faithfulness_scorer(
     the offline local judge, or any `Judge`. `threshold` is a fraction of `scale`; a run
     passes at or above it. `user_facts` (default True) counts the user's own messages as
     context, so restating what the user said is not penalised.
+    Options: `ClaimOptions` (which include `ScorerOptions`).
     """
     return build_claim_scorer(
         "faithfulness",

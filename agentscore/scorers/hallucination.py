@@ -27,6 +27,7 @@ def create_hallucination_scorer(
     `get_context(params)` if given, else `context`, else the run's tool results; with
     `user_facts` (default True) the user's own messages too. `threshold`
     is in fractions of `scale`; a run passes at or below it.
+    Options: `ClaimOptions` (which include `ScorerOptions`).
     """
     return build_claim_scorer(
         "hallucination",

@@ -42,6 +42,7 @@ def create_rubric_scorer(
     in one request (G-Eval's form, without token probabilities). The reason lists every
     criterion's points and reason. An empty answer scores 0 ("no_claims"). Needs an LLM
     judge: `model="local"` raises `ConfigurationError`.
+    Options: `ScorerOptions`.
     """
     named = _named(criteria)
     check_number("points", points, low=1, integer=True)

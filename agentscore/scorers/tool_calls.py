@@ -66,6 +66,7 @@ def create_tool_call_accuracy_scorer(
     unless `judge_choice=True`: then one request asks an LLM judge whether each valid call was
     a right tool for the question, and a call it answers "no" counts as invalid (needs an LLM
     `model`; with the local judge it raises `ConfigurationError`).
+    Options: `ScorerOptions`.
     """
     definitions = _definitions(tools or ())
     expected = [_expected(item) for item in expected_tools or ()]
