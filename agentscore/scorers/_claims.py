@@ -39,6 +39,10 @@ from agentscore.scorers.options import CLAIM_OPTIONS, ClaimOptions, built_in
 
 __all__ = ["build_claim_scorer", "checked_output", "resolve_context"]
 
+_DESCRIPTIONS: dict[ClaimMode, str] = {
+    "faithfulness": "Share of the output's claims supported by the context (higher is better).",
+    "hallucination": "Share of the output's claims not grounded in the context (lower is better).",
+}
 MAX_OUTPUT_CHARS = 50_000
 MAX_CONTEXT_CHARS = 400_000
 
@@ -60,7 +64,6 @@ def build_claim_scorer(
     options: ClaimOptions,
     *,
     id: str,
-    description: str,
     threshold: float | None,
 ) -> Scorer:
     """A faithfulness or hallucination scorer; `threshold` is the factory's default pass line."""
@@ -76,7 +79,7 @@ def build_claim_scorer(
     steps = _StepwiseSteps(claims) if stepwise else _OneCallSteps(claims)
     return Scorer(
         id=id,
-        description=description,
+        description=_DESCRIPTIONS[mode],
         judge=model,
         preprocess=steps.preprocess,
         analyze=steps.analyze,

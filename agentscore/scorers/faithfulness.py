@@ -31,11 +31,4 @@ def create_faithfulness_scorer(
     context, so restating what the user said is not penalised.
     Options: `ClaimOptions` (which include `ScorerOptions`).
     """
-    return build_claim_scorer(
-        "faithfulness",
-        model,
-        options,
-        id=id,
-        description="Share of the output's claims supported by the context (higher is better).",
-        threshold=DEFAULT_THRESHOLD,
-    )
+    return build_claim_scorer("faithfulness", model, options, id=id, threshold=DEFAULT_THRESHOLD)

@@ -29,11 +29,4 @@ def create_hallucination_scorer(
     is in fractions of `scale`; a run passes at or below it.
     Options: `ClaimOptions` (which include `ScorerOptions`).
     """
-    return build_claim_scorer(
-        "hallucination",
-        model,
-        options,
-        id=id,
-        description="Share of the output's claims not grounded in the context (lower is better).",
-        threshold=DEFAULT_THRESHOLD,
-    )
+    return build_claim_scorer("hallucination", model, options, id=id, threshold=DEFAULT_THRESHOLD)
