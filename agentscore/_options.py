@@ -4,18 +4,29 @@ as `user_facts="no"` read as true) later."""
 
 from __future__ import annotations
 
+import difflib
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Iterable, Mapping
 
 from agentscore.errors import ConfigurationError
 
-__all__ = ["check_flag", "check_mapping", "check_number", "check_text"]
+__all__ = ["check_flag", "check_known", "check_mapping", "check_number", "check_text"]
 
 
 def check_flag(name: str, value: object) -> None:
     """Raise `ConfigurationError` unless `value` is a bool: "no" and 0 are not flags."""
     if not isinstance(value, bool):
         raise ConfigurationError(f"{name} must be True or False, not {type(value).__name__}")
+
+
+def check_known(given: Iterable[str], known: Collection[str]) -> None:
+    """Raise `ConfigurationError` naming the first option of `given` not in `known`, with the
+    nearest known name: an option taken as `**options` and misspelt would be ignored."""
+    for name in given:
+        if name not in known:
+            near = difflib.get_close_matches(name, known, n=1)
+            hint = f"did you mean {near[0]!r}?" if near else f"the options: {', '.join(known)}"
+            raise ConfigurationError(f"unknown option {name!r}; {hint}")
 
 
 def check_mapping(name: str, value: object) -> None:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from agentscore.compat import deepeval, mastra
+from agentscore.errors import ConfigurationError
 from agentscore.judges import OpenAIJudge
 from agentscore.testing import ScriptedEndpoint, chat_completion
 from tests.seeds import FOUNDED, GROWTH, MARS, PYTHON, TESLA, SeedExample, verify_reply
@@ -109,6 +112,21 @@ async def test_mastra_ameasure() -> None:
     result = await metric.ameasure(GROWTH.query, GROWTH.response)
     assert result.score == 0.67
     assert len(endpoint.requests) == 1
+
+
+def test_mastra_takes_the_scorer_options() -> None:
+    endpoint = scripted(GROWTH)
+    metric = mastra.FaithfulnessMetric(
+        judge_for(endpoint), context=GROWTH.context, threshold=0.9, include_reason=False
+    )
+    result = metric.measure(GROWTH.query, GROWTH.response)
+    assert (result.score, result.info["reason"], result.result.passed) == (0.67, None, False)
+
+
+def test_mastra_bad_option_fails_at_construction_naming_it() -> None:
+    with pytest.raises(ConfigurationError) as raised:
+        mastra.FaithfulnessMetric(context=["a fact"], scale=0)
+    assert str(raised.value) == "scale must be greater than 0, got 0"
 
 
 # --- deepeval --------------------------------------------------------------------------------
@@ -247,6 +265,27 @@ def test_deepeval_judge_failure_sets_error_and_is_not_successful() -> None:
     assert metric.is_successful() is False
     assert metric.error is not None and metric.error.startswith("JudgeServerError: ")
     assert len(endpoint.requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"threshold": 1.5}, "threshold must be at most 1, got 1.5"),
+        ({"threshold": "0.5"}, "threshold must be a number, not str"),
+        ({"strict_mode": "yes"}, "strict_mode must be True or False, not str"),
+        ({"include_reason": None}, "include_reason must be True or False, not NoneType"),
+        ({"verbose_mode": 1}, "verbose_mode must be True or False, not int"),
+        ({"unsure_counts_as_supported": "no"}, "unsure_counts_as_supported must be True or"),
+    ],
+)
+def test_deepeval_bad_option_fails_at_construction_naming_it(
+    options: dict[str, Any], message: str
+) -> None:
+    endpoint = ScriptedEndpoint([])
+    with pytest.raises(ConfigurationError) as raised:
+        deepeval.FaithfulnessMetric(model=judge_for(endpoint), **options)
+    assert str(raised.value).startswith(message)
+    assert endpoint.requests == []
 
 
 def test_deepeval_result_keeps_the_case_for() -> None:

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
+from agentscore._options import check_flag
 from agentscore.judges.resolve import JudgeLike, resolve_judge
 from agentscore.result import ScoreResult
 from agentscore.run import ScorerRun
 from agentscore.scorers.base import Scorer
 from agentscore.scorers.faithfulness import create_faithfulness_scorer
+from agentscore.scorers.options import ClaimOptions
 
 __all__ = ["FaithfulnessMetric", "LLMTestCase"]
 
@@ -38,8 +40,18 @@ class FaithfulnessMetric:
         unsure_counts_as_supported: bool = True,
     ) -> None:
         del async_mode  # one judge call per case: nothing to run concurrently inside measure()
-        self.threshold = 1.0 if strict_mode else threshold
+        check_flag("verbose_mode", verbose_mode)  # its error names deepeval's spelling
+        # deepeval's names onto the scorer options; only `verbose_mode` is spelt otherwise.
+        self._options: ClaimOptions = {
+            "threshold": threshold,
+            "include_reason": include_reason,
+            "strict_mode": strict_mode,
+            "verbose": verbose_mode,
+            "unsure_counts_as_supported": unsure_counts_as_supported,
+        }
         self.model = resolve_judge(model)  # one judge (one client, one cache) for every case
+        create_faithfulness_scorer(self.model, **self._options)  # a bad option fails here
+        self.threshold = 1.0 if strict_mode else threshold
         self.include_reason = include_reason
         self.strict_mode = strict_mode
         self.verbose_mode = verbose_mode
@@ -60,15 +72,8 @@ class FaithfulnessMetric:
         return bool(self.success)
 
     def _scorer(self, test_case: LLMTestCase) -> Scorer:
-        return create_faithfulness_scorer(
-            self.model,
-            context=test_case.retrieval_context or [],
-            threshold=self.threshold,
-            include_reason=self.include_reason,
-            strict_mode=self.strict_mode,
-            verbose=self.verbose_mode,
-            unsure_counts_as_supported=self.unsure_counts_as_supported,
-        )
+        options: ClaimOptions = {**self._options, "context": test_case.retrieval_context or []}
+        return create_faithfulness_scorer(self.model, **options)
 
     def _record(self, result: ScoreResult) -> float | None:
         self.result = result

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Unpack
 
 from pydantic import BaseModel, Field
 
@@ -11,6 +11,7 @@ from agentscore.judges.resolve import JudgeLike
 from agentscore.result import ScoreResult
 from agentscore.run import ScorerRun
 from agentscore.scorers.faithfulness import create_faithfulness_scorer
+from agentscore.scorers.options import ScorerOptions
 
 __all__ = ["FaithfulnessMetric", "MetricResult"]
 
@@ -24,8 +25,12 @@ class MetricResult(BaseModel):
 
 
 class FaithfulnessMetric:
-    def __init__(self, model: JudgeLike = None, *, context: Sequence[str], scale: float = 1.0):
-        self._scorer = create_faithfulness_scorer(model, context=context, scale=scale)
+    """`scale`, Mastra's one option, and the other `ScorerOptions` under their own names."""
+
+    def __init__(
+        self, model: JudgeLike = None, *, context: Sequence[str], **options: Unpack[ScorerOptions]
+    ) -> None:
+        self._scorer = create_faithfulness_scorer(model, context=context, **options)
 
     async def ameasure(self, input: str, output: str) -> MetricResult:
         result = await self._scorer.run(ScorerRun(input=input, output=output))

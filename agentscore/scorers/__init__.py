@@ -14,10 +14,13 @@ from agentscore.scorers.completeness import create_completeness_scorer
 from agentscore.scorers.context_relevance import create_context_relevance_scorer
 from agentscore.scorers.faithfulness import create_faithfulness_scorer
 from agentscore.scorers.hallucination import create_hallucination_scorer
+from agentscore.scorers.options import ClaimOptions, ContextOptions, ScorerOptions
 from agentscore.scorers.rubric import create_rubric_scorer
 from agentscore.scorers.tool_calls import create_tool_call_accuracy_scorer
 
 __all__ = [
+    "ClaimOptions",
+    "ContextOptions",
     "ContextParams",
     "JudgePrompt",
     "Score",
@@ -25,6 +28,7 @@ __all__ = [
     "ScoreResult",
     "ScoreStatus",
     "Scorer",
+    "ScorerOptions",
     "StepParams",
     "ToolResult",
     "Verdict",

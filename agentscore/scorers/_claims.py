@@ -13,10 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agentscore._options import check_flag, check_number
 from agentscore._runtime.callbacks import call_user, on_loop
 from agentscore.context import ContextParams, GetContext, found_context
-from agentscore.errors import ConfigurationError, InputTooLargeError
+from agentscore.errors import InputTooLargeError
 from agentscore.judges.base import JudgeRequest
 from agentscore.judges.resolve import JudgeLike
 from agentscore.protocol import prompts
@@ -36,87 +35,63 @@ from agentscore.protocol.protocol import (
 )
 from agentscore.protocol.reason import compose_reason
 from agentscore.scorers.base import Score, Scorer, StepParams
+from agentscore.scorers.options import CLAIM_OPTIONS, ClaimOptions, built_in
 
-__all__ = [
-    "ClaimScorerOptions",
-    "build_claim_scorer",
-    "check_context_options",
-    "checked_output",
-    "resolve_context",
-    "scaled_threshold",
-]
+__all__ = ["build_claim_scorer", "checked_output", "resolve_context"]
 
+_DESCRIPTIONS: dict[ClaimMode, str] = {
+    "faithfulness": "Share of the output's claims supported by the context (higher is better).",
+    "hallucination": "Share of the output's claims not grounded in the context (lower is better).",
+}
 MAX_OUTPUT_CHARS = 50_000
 MAX_CONTEXT_CHARS = 400_000
 
 
 @dataclass(frozen=True, slots=True)
-class ClaimScorerOptions:
+class _Claims:
+    """What the steps of one claim scorer read: its mode and its own options."""
+
     mode: ClaimMode
     context: Sequence[str] | None
     get_context: GetContext | None
-    stepwise: bool
     unsure_counts_as_supported: bool
-    scale: float
-    user_facts: bool = True
+    user_facts: bool
 
 
 def build_claim_scorer(
-    options: ClaimScorerOptions,
+    mode: ClaimMode,
+    model: JudgeLike,
+    options: ClaimOptions,
     *,
     id: str,
-    description: str,
-    model: JudgeLike,
     threshold: float | None,
-    strict_mode: bool,
-    include_reason: bool,
-    verbose: bool,
-    timeout: float | None,
 ) -> Scorer:
-    check_context_options(options.context, options.get_context)
-    if timeout is not None:
-        check_number("timeout", timeout, low=0, open_low=True)
-    check_flag("user_facts", options.user_facts)
-    check_flag("unsure_counts_as_supported", options.unsure_counts_as_supported)
-    steps = _StepwiseSteps(options) if options.stepwise else _OneCallSteps(options)
+    """A faithfulness or hallucination scorer; `threshold` is the factory's default pass line."""
+    shared = built_in(options, threshold, known=CLAIM_OPTIONS)
+    claims = _Claims(
+        mode=mode,
+        context=options.get("context"),
+        get_context=options.get("get_context"),
+        unsure_counts_as_supported=options.get("unsure_counts_as_supported", False),
+        user_facts=options.get("user_facts", True),
+    )
+    stepwise = options.get("stepwise", False)
+    steps = _StepwiseSteps(claims) if stepwise else _OneCallSteps(claims)
     return Scorer(
         id=id,
-        description=description,
+        description=_DESCRIPTIONS[mode],
         judge=model,
         preprocess=steps.preprocess,
         analyze=steps.analyze,
         generate_score=steps.generate_score,
         generate_reason=steps.generate_reason,
-        scale=options.scale,
-        threshold=threshold,
-        higher_is_better=options.mode == "faithfulness",
-        strict_mode=strict_mode,
-        include_reason=include_reason,
-        verbose=verbose,
-        timeout=timeout,
+        higher_is_better=mode == "faithfulness",
+        **shared,
     )
 
 
-def check_context_options(context: Sequence[str] | None, get_context: GetContext | None) -> None:
-    if context is not None and (
-        isinstance(context, str) or not all(isinstance(c, str) for c in context)
-    ):
-        raise ConfigurationError("context must be a list of strings")
-    if get_context is not None and not callable(get_context):
-        raise ConfigurationError("get_context must be callable")
-
-
-def scaled_threshold(threshold: float | None, scale: float) -> float | None:
-    """The built-ins' `threshold`, a fraction of `scale`, on the score's own scale."""
-    check_number("scale", scale, low=0, open_low=True)
-    if threshold is None:
-        return None
-    check_number("threshold", threshold, low=0, high=1)
-    return threshold * scale
-
-
 class _CommonSteps:
-    def __init__(self, options: ClaimScorerOptions) -> None:
+    def __init__(self, options: _Claims) -> None:
         self.options = options
         self.mode = options.mode
 
@@ -128,7 +103,7 @@ class _CommonSteps:
         if not verdicts:
             return Score(0.0, status="no_claims")
         counted = self._counted(verdicts)
-        return Score(round(counted / len(verdicts) * self.options.scale, 2))
+        return Score(round(counted / len(verdicts) * params.scale, 2))
 
     def _counted(self, verdicts: Sequence[VerdictItem]) -> int:
         """Supported claims for faithfulness, hallucinated ones for hallucination."""
@@ -270,7 +245,7 @@ class _StepwiseSteps(_CommonSteps):
                 prompt=prompts.reason_prompt(
                     self.mode,
                     params.score,
-                    self.options.scale,
+                    params.scale,
                     [
                         item.model_dump(mode="json", include={"claim", "verdict", "reason"})
                         for item in verdicts

@@ -13,8 +13,8 @@ from agentscore.judges.local import LocalJudge
 from agentscore.judges.resolve import JudgeLike
 from agentscore.protocol.protocol import Verdict
 from agentscore.protocol.reason import quote
-from agentscore.scorers._claims import scaled_threshold
 from agentscore.scorers.base import Score, Scorer, StepParams
+from agentscore.scorers.options import ScorerOptions
 
 __all__ = [
     "JudgeItems",
@@ -63,15 +63,11 @@ def judged_list_scorer(
     id: str,
     description: str,
     model: JudgeLike,
-    scale: float,
-    threshold: float | None,
-    strict_mode: bool,
-    include_reason: bool,
-    verbose: bool,
-    timeout: float | None,
+    options: ScorerOptions,
 ) -> Scorer:
     """A scorer whose judge gives a verdict per item: the weighted share of its verdicts,
-    with the reason written from them. The analysis step reports the items under `key`."""
+    with the reason written from them. The analysis step reports the items under `key`.
+    `options` are checked and scaled already (`options.built_in`)."""
 
     async def preprocess(params: StepParams) -> dict[str, object]:
         items = await judge_items(params)
@@ -83,7 +79,7 @@ def judged_list_scorer(
         items = params.state["items"]
         if items is None:
             return Score(status="no_context")  # nothing retrieved: nothing to judge
-        return weighted_score(items, weights, scale)
+        return weighted_score(items, weights, params.scale)
 
     @on_loop
     def generate_reason(params: StepParams) -> str:
@@ -104,12 +100,7 @@ def judged_list_scorer(
         preprocess=preprocess,
         generate_score=generate_score,
         generate_reason=generate_reason,
-        scale=scale,
-        threshold=scaled_threshold(threshold, scale),
-        strict_mode=strict_mode,
-        include_reason=include_reason,
-        verbose=verbose,
-        timeout=timeout,
+        **options,
     )
 
 

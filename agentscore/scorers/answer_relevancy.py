@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Unpack
+
 from agentscore._options import check_number
 from agentscore.judges.base import JudgeRequest
 from agentscore.judges.resolve import JudgeLike
@@ -10,6 +12,7 @@ from agentscore.protocol.protocol import RelevancyPayload, StatementVerdicts, Ta
 from agentscore.scorers._claims import checked_output
 from agentscore.scorers._verdicts import Judged, Wording, judged_list_scorer, question_of
 from agentscore.scorers.base import Scorer, StepParams
+from agentscore.scorers.options import ScorerOptions, built_in
 
 __all__ = ["DEFAULT_THRESHOLD", "DEFAULT_UNCERTAINTY_WEIGHT", "create_answer_relevancy_scorer"]
 
@@ -30,13 +33,8 @@ def create_answer_relevancy_scorer(
     model: JudgeLike = None,
     *,
     uncertainty_weight: float = DEFAULT_UNCERTAINTY_WEIGHT,
-    scale: float = 1.0,
-    threshold: float | None = DEFAULT_THRESHOLD,
-    strict_mode: bool = False,
-    include_reason: bool = True,
-    verbose: bool = False,
-    timeout: float | None = None,
     id: str = "answer_relevancy",
+    **options: Unpack[ScorerOptions],
 ) -> Scorer:
     """Score = (yes + `uncertainty_weight` x unsure) / statements x `scale` (higher is better).
 
@@ -47,6 +45,7 @@ def create_answer_relevancy_scorer(
     user message fails with `MissingInputError`. With `model="local"` (the default) the
     verdicts are a lexical approximation: a statement sharing a content word with the
     question is "yes", any other "unsure" (see docs/concepts.md).
+    Options: `ScorerOptions`.
     """
     check_number("uncertainty_weight", uncertainty_weight, low=0, high=1)
 
@@ -74,10 +73,5 @@ def create_answer_relevancy_scorer(
         id=id,
         description="Share of the answer's statements that address the question.",
         model=model,
-        scale=scale,
-        threshold=threshold,
-        strict_mode=strict_mode,
-        include_reason=include_reason,
-        verbose=verbose,
-        timeout=timeout,
+        options=built_in(options, DEFAULT_THRESHOLD),
     )

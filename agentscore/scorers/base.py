@@ -10,13 +10,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar, Unpack
 
 import anyio
 import structlog
 from pydantic import BaseModel
 
-from agentscore._options import check_flag, check_number
+from agentscore._options import check_flag
 from agentscore._redact import scrub_data
 from agentscore._runtime.callbacks import call_user
 from agentscore._runtime.courtesy import give_way
@@ -31,6 +31,7 @@ from agentscore.judges.base import Judge, JudgeRequest, JudgeUsage
 from agentscore.judges.resolve import JudgeLike, resolve_judge
 from agentscore.result import ScoreError, ScoreResult, ScoreStatus
 from agentscore.run import ScorerRun
+from agentscore.scorers.options import ScorerOptions, check_options
 from agentscore.telemetry.core import scoring_scope
 
 __all__ = [
@@ -92,7 +93,8 @@ Step = Callable[["StepParams"], Any] | JudgePrompt[Any]
 
 @dataclass(slots=True)
 class StepParams:
-    """What every step receives: the run, earlier results, the score (for generate_reason).
+    """What every step receives: the run, earlier results, the score (for generate_reason),
+    and the scorer's `scale` (a score runs from 0 to it).
 
     `ask` sends a request to the scorer's judge, recording its prompt for the current step and
     adding its cost to the result. `state` is scratch space shared by the steps of one run.
@@ -103,6 +105,7 @@ class StepParams:
     step: StepName = "preprocess"
     results: dict[str, Any] = field(default_factory=dict)
     score: float | None = None
+    scale: float = 1.0
     state: dict[str, Any] = field(default_factory=dict)
     prompts: dict[str, str] = field(default_factory=dict)
     usage: JudgeUsage = field(default_factory=JudgeUsage)
@@ -131,52 +134,41 @@ def _scrubbed(value: T) -> T:
 
 
 class Scorer:
-    """A scorer assembled from steps (`create_scorer` is the same constructor); see `StepParams`."""
+    """A scorer assembled from steps (`create_scorer` is the same constructor); see `StepParams`.
+
+    `options` are the `ScorerOptions`, `threshold` on the score's own scale.
+    """
 
     def __init__(
         self,
         *,
         id: str,
+        generate_score: Callable[[StepParams], Any],
         description: str = "",
         judge: JudgeLike = None,
         preprocess: Step | None = None,
         analyze: Step | None = None,
-        generate_score: Callable[[StepParams], Any],
         generate_reason: Step | None = None,
-        scale: float = 1.0,
-        threshold: float | None = None,
         higher_is_better: bool = True,
-        strict_mode: bool = False,
-        include_reason: bool = True,
-        verbose: bool = False,
-        timeout: float | None = None,
+        **options: Unpack[ScorerOptions],
     ) -> None:
         if not id:
             raise ConfigurationError("a scorer needs a non-empty id")
-        check_number("scale", scale, low=0, open_low=True)
-        if threshold is not None:
-            check_number("threshold", threshold, low=0, high=scale)
-        if timeout is not None:
-            check_number("timeout", timeout, low=0, open_low=True)
-        for flag, value in (
-            ("higher_is_better", higher_is_better),
-            ("strict_mode", strict_mode),
-            ("include_reason", include_reason),
-            ("verbose", verbose),
-        ):
-            check_flag(flag, value)
+        check_options(options)
+        check_flag("higher_is_better", higher_is_better)
         self.id = id
         self.description = description
         self.judge = resolve_judge(judge)
-        self.scale = scale
         self.higher_is_better = higher_is_better
-        self.strict_mode = strict_mode
-        self.include_reason = include_reason
-        self.verbose = verbose
-        self.timeout = timeout
+        # The one place the shared options take effect, and their defaults.
+        self.scale = options.get("scale", 1.0)
+        self.strict_mode = options.get("strict_mode", False)
+        self.include_reason = options.get("include_reason", True)
+        self.verbose = options.get("verbose", False)
+        self.timeout = options.get("timeout")
         # deepeval's strict mode: a binary score, and only a perfect one passes.
-        perfect = scale if higher_is_better else 0.0
-        self.threshold = perfect if strict_mode else threshold
+        perfect = self.scale if higher_is_better else 0.0
+        self.threshold = perfect if self.strict_mode else options.get("threshold")
         self._steps: tuple[tuple[StepName, Step | None], ...] = (
             ("preprocess", preprocess),
             ("analyze", analyze),
@@ -212,7 +204,7 @@ class Scorer:
             snapshot = run if isinstance(run, ScorerRun) else ScorerRun.model_validate(run)
         except Exception as exc:
             return self.failed_result(ScorerRun(), exc, StepParams(run=ScorerRun(), judge=judge))
-        params = StepParams(run=snapshot, judge=judge)
+        params = StepParams(run=snapshot, judge=judge, scale=self.scale)
         if snapshot.read_error is not None:
             return self.failed_result(snapshot, UnreadableMessageError(snapshot.read_error), params)
         try:

@@ -6,12 +6,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, Unpack
 
 from agentscore._runtime.callbacks import on_loop
 from agentscore.errors import ConfigurationError
-from agentscore.scorers._claims import checked_output, scaled_threshold
+from agentscore.scorers._claims import checked_output
 from agentscore.scorers.base import Score, Scorer, StepParams
+from agentscore.scorers.options import ScorerOptions, built_in
 
 __all__ = [
     "ContainsMode",
@@ -30,12 +31,11 @@ def create_regex_scorer(
     *,
     flags: int = 0,
     fullmatch: bool = False,
-    scale: float = 1.0,
-    threshold: float | None = _THRESHOLD,
     id: str = "regex",
+    **options: Unpack[ScorerOptions],
 ) -> Scorer:
     """Score = `scale` when the answer matches `pattern` (anywhere, or whole with
-    `fullmatch=True`), else 0. No judge request."""
+    `fullmatch=True`), else 0. No judge request. Options: `ScorerOptions`."""
     try:
         compiled = re.compile(pattern, flags) if isinstance(pattern, str) else pattern
     except re.error as exc:
@@ -51,19 +51,18 @@ def create_regex_scorer(
         how = "matches" if fullmatch else "contains a match for"
         return 1.0, f"The answer {how} {shown}: {match.group()[:100]!r}.", match.group()
 
-    return _check_scorer(id, "The answer matches a regular expression.", check, scale, threshold)
+    return _check_scorer(id, "The answer matches a regular expression.", check, options)
 
 
 def create_json_schema_scorer(
     schema: Mapping[str, Any],
     *,
-    scale: float = 1.0,
-    threshold: float | None = _THRESHOLD,
     id: str = "json_schema",
+    **options: Unpack[ScorerOptions],
 ) -> Scorer:
     """Score = `scale` when the answer is JSON (a Markdown code fence around it is allowed)
     that validates against `schema` (JSON Schema draft 2020-12), else 0; the reason names the
-    first problem. No judge request."""
+    first problem. No judge request. Options: `ScorerOptions`."""
     if not isinstance(schema, Mapping):
         raise ConfigurationError("schema must be a JSON schema object (a mapping)")
     import jsonschema  # on first use: see tool_calls._problem
@@ -86,7 +85,7 @@ def create_json_schema_scorer(
             return 0.0, f"The answer's JSON violates the schema at {where}: {error.message}.", None
         return 1.0, "The answer is JSON that matches the schema.", value
 
-    return _check_scorer(id, "The answer is JSON matching a schema.", check, scale, threshold)
+    return _check_scorer(id, "The answer is JSON matching a schema.", check, options)
 
 
 def create_contains_scorer(
@@ -94,13 +93,13 @@ def create_contains_scorer(
     *,
     mode: ContainsMode = "all",
     case_sensitive: bool = False,
-    scale: float = 1.0,
-    threshold: float | None = _THRESHOLD,
     id: str = "contains",
+    **options: Unpack[ScorerOptions],
 ) -> Scorer:
     """Whether the answer contains the given strings. `mode="all"`: score = share of them
     present; `"any"`: `scale` if at least one is, else 0; `"none"`: share of them absent
-    (a forbidden string present fails at the default threshold). No judge request."""
+    (a forbidden string present fails at the default threshold). No judge request.
+    Options: `ScorerOptions`."""
     if (
         isinstance(strings, str)
         or not strings
@@ -131,15 +130,14 @@ def create_contains_scorer(
         return value, reason, {"present": present, "missing": missing}
 
     description = f"The answer contains {mode} of the given strings."
-    return _check_scorer(id, description, check, scale, threshold)
+    return _check_scorer(id, description, check, options)
 
 
 def _check_scorer(
     id: str,
     description: str,
     check: Callable[[str], tuple[float, str, Any]],
-    scale: float,
-    threshold: float | None,
+    options: ScorerOptions,
 ) -> Scorer:
     @on_loop
     def preprocess(params: StepParams) -> Any:
@@ -149,7 +147,7 @@ def _check_scorer(
 
     @on_loop
     def generate_score(params: StepParams) -> Score:
-        return Score(round(params.state["check"][0] * scale, 4))
+        return Score(round(params.state["check"][0] * params.scale, 4))
 
     @on_loop
     def generate_reason(params: StepParams) -> str:
@@ -162,8 +160,7 @@ def _check_scorer(
         preprocess=preprocess,
         generate_score=generate_score,
         generate_reason=generate_reason,
-        scale=scale,
-        threshold=scaled_threshold(threshold, scale),
+        **built_in(options, _THRESHOLD),
     )
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Unpack
+
 from agentscore.judges.base import JudgeRequest
 from agentscore.judges.resolve import JudgeLike
 from agentscore.protocol import prompts
@@ -15,6 +17,7 @@ from agentscore.scorers._verdicts import (
     require_llm,
 )
 from agentscore.scorers.base import Scorer, StepParams
+from agentscore.scorers.options import ScorerOptions, built_in
 
 __all__ = ["DEFAULT_THRESHOLD", "create_completeness_scorer"]
 
@@ -34,13 +37,8 @@ _WORDING = Wording(
 def create_completeness_scorer(
     model: JudgeLike,
     *,
-    scale: float = 1.0,
-    threshold: float | None = DEFAULT_THRESHOLD,
-    strict_mode: bool = False,
-    include_reason: bool = True,
-    verbose: bool = False,
-    timeout: float | None = None,
     id: str = "completeness",
+    **options: Unpack[ScorerOptions],
 ) -> Scorer:
     """Score = (covered + 0.5 x partly covered) / requirements x `scale` (higher is better).
 
@@ -48,6 +46,7 @@ def create_completeness_scorer(
     constraint) and marks each yes (covered), unsure (partly) or no (left out). An empty
     answer scores 0 ("no_claims"); a run with no user message fails with `MissingInputError`.
     Needs an LLM judge: `model="local"` raises `ConfigurationError`.
+    Options: `ScorerOptions`.
     """
 
     scorer = judged_list_scorer(
@@ -58,12 +57,7 @@ def create_completeness_scorer(
         id=id,
         description="Share of what the question asks for that the answer covers.",
         model=model,
-        scale=scale,
-        threshold=threshold,
-        strict_mode=strict_mode,
-        include_reason=include_reason,
-        verbose=verbose,
-        timeout=timeout,
+        options=built_in(options, DEFAULT_THRESHOLD),
     )
     require_llm(scorer.judge, _NAME, "telling what a question asks for takes a language model")
     return scorer

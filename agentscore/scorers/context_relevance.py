@@ -3,16 +3,16 @@ the question, judged item by item."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from typing import Unpack
 
-from agentscore.context import GetContext
 from agentscore.judges.base import JudgeRequest
 from agentscore.judges.resolve import JudgeLike
 from agentscore.protocol import prompts
 from agentscore.protocol.protocol import ContextRelevancePayload, ItemVerdicts, Task, Verdict
-from agentscore.scorers._claims import check_context_options, resolve_context
+from agentscore.scorers._claims import resolve_context
 from agentscore.scorers._verdicts import Judged, Wording, judged_list_scorer, question_of
 from agentscore.scorers.base import Scorer, StepParams
+from agentscore.scorers.options import CONTEXT_OPTIONS, ContextOptions, built_in
 
 __all__ = ["DEFAULT_THRESHOLD", "create_context_relevance_scorer"]
 
@@ -32,15 +32,8 @@ _WORDING = Wording(
 def create_context_relevance_scorer(
     model: JudgeLike = None,
     *,
-    context: Sequence[str] | None = None,
-    get_context: GetContext | None = None,
-    scale: float = 1.0,
-    threshold: float | None = DEFAULT_THRESHOLD,
-    strict_mode: bool = False,
-    include_reason: bool = True,
-    verbose: bool = False,
-    timeout: float | None = None,
     id: str = "context_relevance",
+    **options: Unpack[ContextOptions],
 ) -> Scorer:
     """Score = (relevant + 0.5 x marginal) / context items x `scale` (higher is better).
 
@@ -50,8 +43,10 @@ def create_context_relevance_scorer(
     each). No context ends as "no_context" (no score); a run with no user message fails with
     `MissingInputError`. With `model="local"` (the default) the verdicts are lexical: an item
     sharing a content word with the question is "yes", any other "unsure".
+    Options: `ContextOptions`.
     """
-    check_context_options(context, get_context)
+    shared = built_in(options, DEFAULT_THRESHOLD, known=CONTEXT_OPTIONS)
+    context, get_context = options.get("context"), options.get("get_context")
 
     async def judge_items(params: StepParams) -> list[Judged] | None:
         chunks = await resolve_context(params, context, get_context, "analyze", user_facts=False)
@@ -81,10 +76,5 @@ def create_context_relevance_scorer(
         id=id,
         description="Share of the context items relevant to the question.",
         model=model,
-        scale=scale,
-        threshold=threshold,
-        strict_mode=strict_mode,
-        include_reason=include_reason,
-        verbose=verbose,
-        timeout=timeout,
+        options=shared,
     )

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from typing import Unpack
 
-from agentscore.context import GetContext
 from agentscore.judges.resolve import JudgeLike
-from agentscore.scorers._claims import ClaimScorerOptions, build_claim_scorer, scaled_threshold
+from agentscore.scorers._claims import build_claim_scorer
 from agentscore.scorers.base import Scorer
+from agentscore.scorers.options import ClaimOptions
 
 __all__ = ["DEFAULT_THRESHOLD", "create_faithfulness_scorer"]
 
@@ -17,20 +17,7 @@ DEFAULT_THRESHOLD = 0.8
 
 
 def create_faithfulness_scorer(
-    model: JudgeLike = None,
-    *,
-    context: Sequence[str] | None = None,
-    get_context: GetContext | None = None,
-    scale: float = 1.0,
-    threshold: float | None = DEFAULT_THRESHOLD,
-    strict_mode: bool = False,
-    include_reason: bool = True,
-    verbose: bool = False,
-    stepwise: bool = False,
-    unsure_counts_as_supported: bool = False,
-    user_facts: bool = True,
-    timeout: float | None = None,
-    id: str = "faithfulness",
+    model: JudgeLike = None, *, id: str = "faithfulness", **options: Unpack[ClaimOptions]
 ) -> Scorer:
     """Score = supported claims / total claims x `scale`.
 
@@ -42,23 +29,6 @@ def create_faithfulness_scorer(
     the offline local judge, or any `Judge`. `threshold` is a fraction of `scale`; a run
     passes at or above it. `user_facts` (default True) counts the user's own messages as
     context, so restating what the user said is not penalised.
+    Options: `ClaimOptions` (which include `ScorerOptions`).
     """
-    return build_claim_scorer(
-        ClaimScorerOptions(
-            mode="faithfulness",
-            context=context,
-            get_context=get_context,
-            stepwise=stepwise,
-            unsure_counts_as_supported=unsure_counts_as_supported,
-            scale=scale,
-            user_facts=user_facts,
-        ),
-        id=id,
-        description="Share of the output's claims supported by the context (higher is better).",
-        model=model,
-        threshold=scaled_threshold(threshold, scale),
-        strict_mode=strict_mode,
-        include_reason=include_reason,
-        verbose=verbose,
-        timeout=timeout,
-    )
+    return build_claim_scorer("faithfulness", model, options, id=id, threshold=DEFAULT_THRESHOLD)

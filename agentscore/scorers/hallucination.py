@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from typing import Unpack
 
-from agentscore.context import GetContext
 from agentscore.judges.resolve import JudgeLike
-from agentscore.scorers._claims import ClaimScorerOptions, build_claim_scorer, scaled_threshold
+from agentscore.scorers._claims import build_claim_scorer
 from agentscore.scorers.base import Scorer
+from agentscore.scorers.options import ClaimOptions
 
 __all__ = ["DEFAULT_THRESHOLD", "create_hallucination_scorer"]
 
@@ -17,20 +17,7 @@ DEFAULT_THRESHOLD = 0.2
 
 
 def create_hallucination_scorer(
-    model: JudgeLike = None,
-    *,
-    context: Sequence[str] | None = None,
-    get_context: GetContext | None = None,
-    scale: float = 1.0,
-    threshold: float | None = DEFAULT_THRESHOLD,
-    strict_mode: bool = False,
-    include_reason: bool = True,
-    verbose: bool = False,
-    stepwise: bool = False,
-    unsure_counts_as_supported: bool = False,
-    user_facts: bool = True,
-    timeout: float | None = None,
-    id: str = "hallucination",
+    model: JudgeLike = None, *, id: str = "hallucination", **options: Unpack[ClaimOptions]
 ) -> Scorer:
     """Score = hallucinated claims / total claims x `scale` (lower is better).
 
@@ -40,23 +27,6 @@ def create_hallucination_scorer(
     `get_context(params)` if given, else `context`, else the run's tool results; with
     `user_facts` (default True) the user's own messages too. `threshold`
     is in fractions of `scale`; a run passes at or below it.
+    Options: `ClaimOptions` (which include `ScorerOptions`).
     """
-    return build_claim_scorer(
-        ClaimScorerOptions(
-            mode="hallucination",
-            context=context,
-            get_context=get_context,
-            stepwise=stepwise,
-            unsure_counts_as_supported=unsure_counts_as_supported,
-            scale=scale,
-            user_facts=user_facts,
-        ),
-        id=id,
-        description="Share of the output's claims not grounded in the context (lower is better).",
-        model=model,
-        threshold=scaled_threshold(threshold, scale),
-        strict_mode=strict_mode,
-        include_reason=include_reason,
-        verbose=verbose,
-        timeout=timeout,
-    )
+    return build_claim_scorer("hallucination", model, options, id=id, threshold=DEFAULT_THRESHOLD)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Unpack
 
 from agentscore._options import check_number
 from agentscore._runtime.callbacks import on_loop
@@ -11,9 +12,10 @@ from agentscore.judges.base import JudgeRequest
 from agentscore.judges.resolve import JudgeLike
 from agentscore.protocol import prompts
 from agentscore.protocol.protocol import CriterionScores, RubricPayload, Task
-from agentscore.scorers._claims import checked_output, scaled_threshold
+from agentscore.scorers._claims import checked_output
 from agentscore.scorers._verdicts import question_of, require_llm
 from agentscore.scorers.base import Score, Scorer, StepParams
+from agentscore.scorers.options import ScorerOptions, built_in
 
 __all__ = ["DEFAULT_POINTS", "DEFAULT_THRESHOLD", "create_rubric_scorer"]
 
@@ -29,13 +31,8 @@ def create_rubric_scorer(
     *,
     criteria: Sequence[str] | Mapping[str, str],
     points: int = DEFAULT_POINTS,
-    scale: float = 1.0,
-    threshold: float | None = DEFAULT_THRESHOLD,
-    strict_mode: bool = False,
-    include_reason: bool = True,
-    verbose: bool = False,
-    timeout: float | None = None,
     id: str = "rubric",
+    **options: Unpack[ScorerOptions],
 ) -> Scorer:
     """Score = mean over criteria of (points given / `points`) x `scale` (higher is better).
 
@@ -45,6 +42,7 @@ def create_rubric_scorer(
     in one request (G-Eval's form, without token probabilities). The reason lists every
     criterion's points and reason. An empty answer scores 0 ("no_claims"). Needs an LLM
     judge: `model="local"` raises `ConfigurationError`.
+    Options: `ScorerOptions`.
     """
     named = _named(criteria)
     check_number("points", points, low=1, integer=True)
@@ -80,7 +78,7 @@ def create_rubric_scorer(
         if not scores:
             return Score(0.0, status="no_claims")
         mean = sum(entry["score"] for entry in scores) / (len(scores) * points)
-        return Score(round(mean * scale, 2))
+        return Score(round(mean * params.scale, 2))
 
     @on_loop
     def generate_reason(params: StepParams) -> str:
@@ -100,12 +98,7 @@ def create_rubric_scorer(
         preprocess=preprocess,
         generate_score=generate_score,
         generate_reason=generate_reason,
-        scale=scale,
-        threshold=scaled_threshold(threshold, scale),
-        strict_mode=strict_mode,
-        include_reason=include_reason,
-        verbose=verbose,
-        timeout=timeout,
+        **built_in(options, DEFAULT_THRESHOLD),
     )
     require_llm(scorer.judge, _NAME, "scoring free-text criteria takes a language model")
     return scorer

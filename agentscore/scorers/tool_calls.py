@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Unpack
 
 from agentscore._runtime.callbacks import on_loop
 from agentscore.errors import ConfigurationError, MissingInputError
@@ -16,9 +16,9 @@ from agentscore.judges.resolve import JudgeLike
 from agentscore.messages import ToolCall
 from agentscore.protocol import prompts
 from agentscore.protocol.protocol import ItemVerdicts, Task, ToolChoicePayload, Verdict
-from agentscore.scorers._claims import scaled_threshold
 from agentscore.scorers._verdicts import question_of, require_llm
 from agentscore.scorers.base import Score, Scorer, StepParams
+from agentscore.scorers.options import ScorerOptions, built_in
 from agentscore.tools import Tool
 
 __all__ = ["DEFAULT_THRESHOLD", "ExpectedTool", "ToolLike", "create_tool_call_accuracy_scorer"]
@@ -51,13 +51,8 @@ def create_tool_call_accuracy_scorer(
     tools: Sequence[ToolLike] | None = None,
     expected_tools: Sequence[ExpectedTool] | None = None,
     judge_choice: bool = False,
-    scale: float = 1.0,
-    threshold: float | None = DEFAULT_THRESHOLD,
-    strict_mode: bool = False,
-    include_reason: bool = True,
-    verbose: bool = False,
-    timeout: float | None = None,
     id: str = "tool_call_accuracy",
+    **options: Unpack[ScorerOptions],
 ) -> Scorer:
     """Score = valid calls / calls x expected coverage x `scale` (higher is better).
 
@@ -71,6 +66,7 @@ def create_tool_call_accuracy_scorer(
     unless `judge_choice=True`: then one request asks an LLM judge whether each valid call was
     a right tool for the question, and a call it answers "no" counts as invalid (needs an LLM
     `model`; with the local judge it raises `ConfigurationError`).
+    Options: `ScorerOptions`.
     """
     definitions = _definitions(tools or ())
     expected = [_expected(item) for item in expected_tools or ()]
@@ -98,7 +94,7 @@ def create_tool_call_accuracy_scorer(
         validity = len(valid) / len(checked) if checked else 1.0
         coverage = _in_order(expected, valid) / len(expected) if expected else 1.0
         params.state["coverage"] = coverage
-        return Score(round(validity * coverage * scale, 2))
+        return Score(round(validity * coverage * params.scale, 2))
 
     @on_loop
     def generate_reason(params: StepParams) -> str:
@@ -129,12 +125,7 @@ def create_tool_call_accuracy_scorer(
         preprocess=preprocess,
         generate_score=generate_score,
         generate_reason=generate_reason,
-        scale=scale,
-        threshold=scaled_threshold(threshold, scale),
-        strict_mode=strict_mode,
-        include_reason=include_reason,
-        verbose=verbose,
-        timeout=timeout,
+        **built_in(options, DEFAULT_THRESHOLD),
     )
     if judge_choice:
         require_llm(scorer.judge, "judge_choice", "whether a tool suits a question is semantic")
