@@ -22,7 +22,8 @@ The arms:
   docs/deploy.md's sidecar recipe runs it: niced by 10, passing every request on to the
   receiver (`--forward`). After each of its arms the sidecar is given time to score what it
   was sent (so its backlog never runs into the next arm); "sidecar CPU/req" is its CPU
-  time over the arm and that wait, per request, in ms.
+  time over the arm and that wait, per request, in ms (its idle work included: the same
+  figure for the no-scoring arm is printed under the table).
 
 Arms run one after the other in rounds (A B C D E, then E D C B A, ...) so drift hits all
 alike; a round's arrivals are the same in every arm, so rounds pair up, and "+p99 90%
@@ -178,14 +179,17 @@ def one_pass(label: str, receiver_url: str, sidecar: Service, args: argparse.Nam
     for name, values in latencies.items():
         added = [pct(values, q) - pct(base, q) for q in (0.5, 0.9, 0.99)]
         low, high = added_interval(rounds["no scoring"], rounds[name], 0.99)
+        sidecar_column = f"{min(sidecar_cpu[name]):.2f}" if ARMS[name][1] == "serve" else "-"
         print(
             f"{name:<{width}}"
             f"{pct(values, 0.5):>8.2f}{pct(values, 0.9):>8.2f}{pct(values, 0.99):>8.2f}"
             f"{added[0]:>+8.2f}{added[1]:>+8.2f}{added[2]:>+8.2f}"
             f"{f'{low:+.2f} to {high:+.2f}':>20}{len(values):>10}"
-            f"{min(cpu[name]):>9.2f}{min(sidecar_cpu[name]):>17.2f}{max(loads[name]):>9.2f}"
+            f"{min(cpu[name]):>9.2f}{sidecar_column:>17}{max(loads[name]):>9.2f}"
             f"  {len(full_gc[name])} ({max(full_gc[name], default=0):.0f})"
         )
+    idle = min(sidecar_cpu["no scoring"])
+    print(f"(the sidecar's CPU while idle, during no scoring: {idle:.2f} ms per request)")
     # Every scorer must have been scoring during its arm, or the comparison says nothing.
     in_agents = ", ".join(f"{name} {scored[name]}" for name in order if ARMS[name][0] != "none")
     print(
