@@ -13,7 +13,6 @@ from agentscore.errors import (
 )
 from agentscore.evals import Evals, SampledScorer
 from agentscore.messages import Message, ToolCall
-from agentscore.pipeline.process import ProcessRunner
 from agentscore.pipeline.runner import Runner, RunnerStats, default_runner
 from agentscore.result import ScoreResult, ScoreStatus
 from agentscore.run import ScorerRun
@@ -30,7 +29,6 @@ __all__ = [
     "JudgeError",
     "JudgeOutputError",
     "Message",
-    "ProcessRunner",
     "Runner",
     "RunnerStats",
     "SampledScorer",

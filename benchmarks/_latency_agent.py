@@ -11,7 +11,7 @@ and what the in-process scorer scored.
 
 Arms: `none` (spans only), `submit` (`Evals.submit` inside the request, after the answer
 is ready), `processor` (a `ScoringSpanProcessor` on the agent's tracer provider); the
-out-of-process arm is `none` exporting to `agentscore serve`.
+sidecar arm is `none` exporting to `agentscore serve`.
 """
 
 from __future__ import annotations
@@ -20,20 +20,17 @@ import argparse
 import asyncio
 import gc
 import json
-import os
 import random
 import time
-from pathlib import Path
 from typing import Any
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-from agentscore import Evals, ProcessRunner, Runner, ScoringSpanProcessor, Telemetry
+from agentscore import Evals, Runner, ScoringSpanProcessor, Telemetry
 from agentscore._runtime import courtesy
 from agentscore.judges import LocalJudge
-from agentscore.pipeline import process
 from agentscore.pipeline import runner as runner_module
 from agentscore.scorers import create_faithfulness_scorer
 from agentscore.telemetry.otlp import OtlpSpanExporter
@@ -111,12 +108,6 @@ class App:
             after_answer(self.after)
 
 
-def process_cpu_seconds(pid: int) -> float:
-    """User + system CPU of another process so far (Linux /proc), its start-up included."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 class FullCollections:
     """The interpreter's full (oldest-generation) garbage collections while measuring: each
     pauses every thread of the process, and how often they come depends on how many objects
@@ -147,15 +138,6 @@ async def main() -> None:
     parser.add_argument("--seed", type=int, default=0, help="of the Poisson arrivals")
     parser.add_argument("--linger", type=float, help="replaces runner.HANDOVER_LINGER (s)")
     parser.add_argument("--gil-slice", type=float, help="replaces courtesy.GIL_SLICE (s)")
-    parser.add_argument(
-        "--process", action="store_true", help="score in a ProcessRunner's forked process"
-    )
-    parser.add_argument(
-        "--child-cpu", type=int, help="pins the ProcessRunner's child to this CPU once it exists"
-    )
-    parser.add_argument(
-        "--batch-ms", type=float, help="replaces process.SEND_LINGER and RESULTS_EVERY (ms)"
-    )
     parser.add_argument("--after-ms", type=float, default=0.0, help="CPU work after submit")
     parser.add_argument(
         "--exporter",
@@ -169,8 +151,6 @@ async def main() -> None:
     args = parser.parse_args()
     if args.linger is not None:
         runner_module.HANDOVER_LINGER = args.linger  # 0: the hand-over as it was before
-    if args.batch_ms is not None:
-        process.SEND_LINGER = process.RESULTS_EVERY = args.batch_ms / 1000
     if args.gil_slice is not None:
         courtesy.GIL_SLICE = args.gil_slice  # inf: the loop never pauses for the host
 
@@ -178,7 +158,7 @@ async def main() -> None:
     exporter = OtlpSpanExporter if args.exporter == "agentscore" else OTLPSpanExporter
     provider.add_span_processor(BatchSpanProcessor(exporter(args.traces)))
     telemetry = Telemetry(tracer_provider=provider, capture_content=True)
-    runner = (ProcessRunner if args.process else Runner)(max_queue=100_000, concurrency=4)
+    runner = Runner(max_queue=100_000, concurrency=4)
     evals = Evals(scorers=[create_faithfulness_scorer(LocalJudge())], runner=runner,
                   telemetry=telemetry)  # fmt: skip
     processor = None
@@ -219,9 +199,6 @@ async def main() -> None:
         if delay > 0:
             await asyncio.sleep(delay)
         collections.measuring = n >= warm
-        if args.child_cpu is not None and isinstance(runner, ProcessRunner) and runner.child_pid:
-            os.sched_setaffinity(runner.child_pid, {args.child_cpu})
-            args.child_cpu = None  # pinned once: the child keeps it
         task = asyncio.create_task(timed(due, n >= warm))
         in_flight.add(task)
         task.add_done_callback(in_flight.discard)
@@ -232,13 +209,10 @@ async def main() -> None:
         processor.force_flush(30_000)
         await runner.aflush(30)
     cpu_ms = (time.process_time() - cpu) * 1000 / total  # the process's CPU, scoring included
-    child_cpu_ms = 0.0
-    if isinstance(runner, ProcessRunner) and runner.child_pid is not None:
-        child_cpu_ms = process_cpu_seconds(runner.child_pid) * 1000 / total
     stats = runner.stats()
     provider.shutdown()
     print(json.dumps({"latencies_us": latencies, "scored": stats.scored, "failed": stats.failed,
-                      "cpu_ms_per_request": cpu_ms, "child_cpu_ms_per_request": child_cpu_ms,
+                      "cpu_ms_per_request": cpu_ms, "requests": total,
                       "full_gc_ms": [round(p * 1000, 1) for p in collections.pauses]}))  # fmt: skip
 
 

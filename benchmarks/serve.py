@@ -91,7 +91,11 @@ class Service:
 
 
 @contextmanager
-def service(tmp: Path, receiver_url: str, env: dict[str, str], *args: str) -> Iterator[Service]:
+def service(
+    tmp: Path, receiver_url: str, env: dict[str, str], *args: str, niceness: int = 0
+) -> Iterator[Service]:
+    """`agentscore serve` with `args`, started `niceness` lower in priority (as `nice -n`
+    does: every thread of it)."""
     port, grpc_port = free_port(), free_port()
     environment = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     # The benchmark's own path first; a PYTHONPATH given to the benchmark (another tree's
@@ -101,7 +105,17 @@ def service(tmp: Path, receiver_url: str, env: dict[str, str], *args: str) -> It
     command = [sys.executable, "-m", "agentscore.cli", "serve", "--port", str(port)]
     command += ["--scorers", "_serve_scorers:evals", "--queue", str(tmp / f"q{port}.db")]
     command += ["--grpc-port", str(grpc_port), *args]
-    process = subprocess.Popen(command, env=environment, cwd=tmp, stderr=subprocess.DEVNULL)
+
+    def lower_priority() -> None:
+        os.nice(niceness)
+
+    process = subprocess.Popen(
+        command,
+        env=environment,
+        cwd=tmp,
+        stderr=subprocess.DEVNULL,
+        preexec_fn=lower_priority if niceness else None,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         for _ in range(600):

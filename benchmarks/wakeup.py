@@ -10,9 +10,7 @@ submits its answer with `Evals.submit` (faithfulness, local judge), as an agent'
 does. Arms alternate in one process, A B C C B A ..., `--seconds` each.
 
 Arms: no scoring; in process as shipped; the same with other slices of the scoring thread's
-CPU between its pauses (`courtesy.GIL_SLICE`; inf: it never pauses); a `ProcessRunner`
-(scored in a forked process; what the host waits for is its own threads that pickle runs
-onto the pipe and read results back), with and without their pauses. `--load N` runs N busy
+CPU between its pauses (`courtesy.GIL_SLICE`; inf: it never pauses). `--load N` runs N busy
 processes throughout. "runs/s" is what the scorer scored meanwhile (what it cannot score
 then waits in its queue and is scored between the arms): what shorter slices cost.
 
@@ -35,10 +33,9 @@ from _percentiles import added_interval, pct
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from serve_latency import cpu_load
 
-from agentscore import Evals, ProcessRunner, Runner
+from agentscore import Evals, Runner
 from agentscore._runtime import courtesy
 from agentscore.judges import LocalJudge
-from agentscore.pipeline.runner import JobRunner
 from agentscore.scorers import create_faithfulness_scorer
 
 ANSWER = "Order 42 shipped on May 2 and arrives on May 5."
@@ -48,13 +45,11 @@ CALL = {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type"
         "function": {"name": "lookup_order", "arguments": '{"order_id": 42}'}}]}  # fmt: skip
 ANSWER_MESSAGE = {"role": "assistant", "content": ANSWER}
 SLICE = courtesy.GIL_SLICE
-ARMS = {  # name: (the runner, courtesy.GIL_SLICE); no runner for no scoring
-    "no scoring": (None, SLICE),
-    "in process": ("thread", SLICE),
-    "slice 0.1 ms": ("thread", 0.0001),
-    "no pauses": ("thread", float("inf")),
-    "scoring process": ("process", SLICE),
-    "process, no pauses": ("process", float("inf")),
+ARMS = {  # name: (whether it scores, courtesy.GIL_SLICE)
+    "no scoring": (False, SLICE),
+    "in process": (True, SLICE),
+    "slice 0.1 ms": (True, 0.0001),
+    "no pauses": (True, float("inf")),
 }
 
 
@@ -65,7 +60,7 @@ def spin(seconds: float) -> None:
 
 
 def one_arm(
-    evals: Evals | None, runner: JobRunner, args: argparse.Namespace, seed: int
+    evals: Evals | None, runner: Runner, args: argparse.Namespace, seed: int
 ) -> tuple[list[int], float]:
     """The host's wake-up delays (µs) and the runs scored per second meanwhile."""
     arrivals = random.Random(seed)
@@ -97,14 +92,10 @@ def main() -> None:
     args = parser.parse_args()
     print_machine()
     scorers = [create_faithfulness_scorer(LocalJudge())]
-    runners: dict[str, JobRunner] = {
-        "thread": Runner(max_queue=10_000, concurrency=4),
-        "process": ProcessRunner(max_queue=10_000, concurrency=4),
-    }
-    evals = {kind: Evals(scorers=scorers, runner=runner) for kind, runner in runners.items()}
-    for kind, runner in runners.items():
-        evals[kind].submit("warm-up", [CALL, TOOL, ANSWER_MESSAGE])
-        runner.flush(30)
+    runner = Runner(max_queue=10_000, concurrency=4)
+    evals = Evals(scorers=scorers, runner=runner)
+    evals.submit("warm-up", [CALL, TOOL, ANSWER_MESSAGE])
+    runner.flush(30)
     rounds: dict[str, list[list[int]]] = {name: [] for name in ARMS}
     rates: dict[str, list[float]] = {name: [] for name in ARMS}
     names = list(ARMS)
@@ -112,10 +103,8 @@ def main() -> None:
         time.sleep(0.5)
         for round_ in range(args.rounds):
             for name in names if round_ % 2 == 0 else reversed(names):
-                kind, courtesy.GIL_SLICE = ARMS[name]
-                runner = runners[kind or "thread"]
-                arm_evals = None if kind is None else evals[kind]
-                delays, rate = one_arm(arm_evals, runner, args, round_)
+                scores, courtesy.GIL_SLICE = ARMS[name]
+                delays, rate = one_arm(evals if scores else None, runner, args, round_)
                 rounds[name].append(delays)
                 rates[name].append(rate)
     courtesy.GIL_SLICE = SLICE

@@ -16,10 +16,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -27,10 +29,21 @@ from typing import Any, ClassVar
 
 import pytest
 
+from agentscore.serve.forward import FORWARD_USER_AGENT
 from agentscore.testing import server_sent_events
+from tests.http_collector import http_collector
+from tests.serve_support import (
+    evaluation_spans,
+    free_port,
+    received_spans,
+    serving,
+    wait_for,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DEPLOY = ROOT / "docs" / "deploy.md"
+SIDECAR = "## Scoring beside the app: `agentscore serve` as a sidecar"
 SKIP = "<!-- docs-test: skip -->"
 # Every string a judge's schema asks for; the custom-scorer how-to shows it in its output.
 JUDGE_TEXT = "Apologises and answers."
@@ -96,6 +109,20 @@ def matches(expected: str, actual: str) -> bool:
 
 
 BLOCKS = [block for path in DOCS for block in python_blocks(path)]
+
+
+def shell_commands(path: Path, heading: str) -> list[str]:
+    """The commands of the `sh` blocks in the section under `heading`: continued lines joined,
+    comments dropped."""
+    text = path.read_text(encoding="utf-8").split(f"\n{heading}\n", 1)[1]
+    section = re.split(r"\n## ", text, maxsplit=1)[0]
+    commands: list[str] = []
+    for block in re.findall(r"```sh\n(.*?)\n```", section, flags=re.DOTALL):
+        for command in block.replace("\\\n", " ").splitlines():
+            words = shlex.split(command, comments=True)
+            if words:
+                commands.append(shlex.join(words))
+    return commands
 
 
 class DocsModelServer(BaseHTTPRequestHandler):
@@ -240,12 +267,25 @@ print(json.dumps(results))
 """
 
 
-@pytest.fixture(scope="module")
-def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+@contextmanager
+def model_server() -> Iterator[str]:
+    """`DocsModelServer` on a free 127.0.0.1 port; yields its base URL."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), DocsModelServer)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_port}"
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    with model_server() as url:
+        return _run_blocks(url, tmp_path_factory.mktemp("docs"))
+
+
+def _run_blocks(url: str, workdir: Path) -> dict[str, dict[str, Any]]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "OTEL_"))}
     env.update(
         {
@@ -258,17 +298,14 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, An
         }
     )
     runnable = [{"name": block.name, "code": block.code} for block in BLOCKS if not block.skipped]
-    try:
-        completed = subprocess.run(
-            [sys.executable, "-c", RUNNER, str(tmp_path_factory.mktemp("docs"))],
-            input=json.dumps(runnable),
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=840,
-        )
-    finally:
-        server.shutdown()
+    completed = subprocess.run(
+        [sys.executable, "-c", RUNNER, str(workdir)],
+        input=json.dumps(runnable),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=840,
+    )
     assert completed.returncode == 0, completed.stderr[-3000:]
     results: dict[str, dict[str, Any]] = json.loads(completed.stdout.splitlines()[-1])
     return results
@@ -314,3 +351,74 @@ def test_block_runs_and_prints_what_the_docs_show(
     assert len(printed) >= len(block.expected), outcome["stdout"]
     for shown, actual in zip(block.expected, printed[-len(block.expected) :], strict=True):
         assert matches(shown, actual), f"docs show {shown!r}, the block printed {actual!r}"
+
+
+def test_the_sidecar_recipe_scores_the_apps_generation_and_forwards_its_spans(
+    tmp_path: Path,
+) -> None:
+    # The recipe's commands as written, but for what a test cannot use: its port, queue file
+    # and backend address are replaced (the last flag of a kind wins), and the scorers module
+    # it names is written here with the local judge and every generation sampled.
+    commands = shell_commands(DEPLOY, SIDECAR)
+    exports = dict(
+        command.removeprefix("export ").split("=", 1)
+        for command in commands
+        if command.startswith("export ")
+    )
+    [serve_command] = [shlex.split(c) for c in commands if " agentscore serve " in f" {c} "]
+    at = serve_command.index("agentscore")
+    launcher, recipe_args = serve_command[:at], serve_command[at + 2 :]
+    recipe_port = recipe_args[recipe_args.index("--port") + 1]
+    assert "OTEL_EXPORTER_OTLP_ENDPOINT" in exports  # where the sidecar's evaluations go
+    # The app's traces go to the port the sidecar listens on.
+    assert exports["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] == (
+        f"http://127.0.0.1:{recipe_port}/v1/traces"
+    )
+    [app] = [b for b in BLOCKS if b.path == DEPLOY and b.code.startswith("# myapp/app.py")]
+
+    (tmp_path / "myapp").mkdir()
+    (tmp_path / "myapp" / "__init__.py").write_text("")
+    (tmp_path / "myapp" / "scoring.py").write_text(
+        "from agentscore import Evals\n"
+        "from agentscore.scorers import create_faithfulness_scorer\n"
+        'evals = Evals(scorers=[create_faithfulness_scorer("local")])\n'
+    )
+    port = free_port()
+    with http_collector() as backend, model_server() as model:
+        overrides = ["--port", str(port), "--queue", str(tmp_path / "sidecar.db")]
+        overrides += ["--forward", f"{backend.url}/v1/traces"]
+        command = [*launcher, sys.executable, "-m", "agentscore.cli", "serve"]
+        with serving(
+            tmp_path, backend.url, *recipe_args, *overrides, port=port, command=command
+        ) as sidecar:
+            app_dir = tmp_path / "app"
+            app_dir.mkdir()
+            env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "OTEL_"))}
+            env.update(
+                PYTHONPATH=str(ROOT),
+                OPENAI_BASE_URL=f"{model}/v1",
+                OPENAI_API_KEY="sk-docs-test-not-a-key",
+                OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=f"{sidecar.url}/v1/traces",
+            )
+            ran = subprocess.run(
+                [sys.executable, "-c", app.code],
+                cwd=app_dir,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert ran.returncode == 0, ran.stderr[-3000:]
+            assert ran.stdout.strip().splitlines()[-1] == ANSWER
+            wait_for(lambda: len(evaluation_spans(backend)) == 1, what="the evaluation")
+            health = sidecar.health()
+    assert health["scored"] == 1
+    assert health["forward_failures"] == 0
+    # The app sent its spans to the sidecar only: the backend has them through --forward.
+    agents = ("User-Agent", FORWARD_USER_AGENT)
+    assert any(agents in item.headers.items() for item in backend.received)
+    [agent_span] = [s for s in received_spans(backend) if s.name == "invoke_agent support"]
+    [evaluation] = evaluation_spans(backend)
+    assert evaluation.name == "evaluation faithfulness"
+    assert evaluation.trace_id == agent_span.trace_id
+    assert evaluation.parent_span_id == agent_span.span_id

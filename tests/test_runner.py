@@ -126,6 +126,30 @@ def test_a_job_whose_failure_path_raises_does_not_stop_the_dispatcher() -> None:
     assert_identity(runner)
 
 
+class Unprintable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no message either")
+
+
+def test_a_run_whose_reading_raises_the_unprintable_fails_alone() -> None:
+    def unreadable() -> ScorerRun:
+        raise Unprintable()
+
+    results: list[Any] = []
+    runner = Runner(concurrency=1, on_score=results.append)
+    runner.submit(ScoreJob(sleeping_scorer(0), ScorerRun(output="x"), read=unreadable))
+    runner.submit(ScoreJob(sleeping_scorer(0), ScorerRun(output="y")))
+    assert runner.flush(timeout=5)
+    failed, scored = results
+    assert failed.status is ScoreStatus.FAILED
+    assert (failed.error.type, failed.error.message) == (
+        "Unprintable",
+        "(its message could not be read)",
+    )
+    assert scored.status is ScoreStatus.SCORED
+    assert_identity(runner)
+
+
 def test_shutdown_flushes_pending_work_then_drops_new_submissions() -> None:
     results: list[Any] = []
     runner = Runner(concurrency=2, on_score=results.append)

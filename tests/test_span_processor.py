@@ -15,9 +15,8 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from agentscore import Evals, ProcessRunner, Runner, ScoreResult, Telemetry
+from agentscore import Evals, Runner, ScoreResult, Telemetry
 from agentscore.judges import LocalJudge, OpenAIJudge
-from agentscore.pipeline.runner import JobRunner
 from agentscore.scorers import create_faithfulness_scorer
 from agentscore.spans import ScoringSpanProcessor
 from agentscore.testing import ScriptedEndpoint, chat_completion
@@ -36,7 +35,7 @@ class Pipeline:
         judge: Any = None,
         *,
         telemetry: Telemetry | Literal["own"] | None = "own",
-        runner: JobRunner | None = None,
+        runner: Runner | None = None,
         **processor_options: Any,
     ) -> None:
         self.exporter = InMemorySpanExporter()
@@ -228,21 +227,6 @@ def test_a_hand_written_loop_is_scored_once_on_its_final_chat_span() -> None:
     assert score.score == 1.0
     assert score.span_id == span_hex(final)
     assert [m.role for m in score.output] == ["assistant", "tool", "assistant"]
-
-
-def test_with_a_process_runner_what_the_processor_reads_is_scored_in_the_child() -> None:
-    runner = ProcessRunner()
-    try:
-        pipeline = Pipeline(runner=runner)
-        _, final = hand_written_loop(pipeline, WRONG)
-        [score] = pipeline.settle()
-        assert score.score == 0.0  # FedEx: not what the tool said
-        assert score.span_id == span_hex(final)
-        # The evaluation span left from the scoring process, through its copy of the
-        # provider: this process's in-memory exporter never sees it.
-        assert runner.child_pid is not None and pipeline.evaluation_spans() == []
-    finally:
-        runner.shutdown(10)
 
 
 def test_evaluations_go_through_the_provider_the_processor_is_attached_to(otel: Otel) -> None:

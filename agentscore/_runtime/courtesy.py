@@ -24,14 +24,7 @@ from __future__ import annotations
 import threading
 import time
 
-__all__ = [
-    "GIL_SLICE",
-    "HOST_BUSY_SHARE",
-    "LONGEST_PAUSE",
-    "give_way",
-    "no_host",
-    "start_giving_way",
-]
+__all__ = ["GIL_SLICE", "HOST_BUSY_SHARE", "LONGEST_PAUSE", "give_way", "start_giving_way"]
 
 # Seconds of an agentscore thread's CPU time between pauses (docs/benchmarks.md, "Giving the
 # GIL back"). A host thread woken during scoring waits about this long at most, plus the
@@ -57,22 +50,12 @@ class _LastPause(threading.local):
 
 
 _last_pause = _LastPause()
-_host_present = True
-
-
-def no_host() -> None:
-    """This process has no host to make way for (a scoring process of its own): its threads
-    never pause, and score at full speed."""
-    global _host_present
-    _host_present = False
-    _last_pause.at = None
 
 
 def start_giving_way() -> None:
     """Called once by a thread of agentscore's own: from now on, `give_way` on this thread
     pauses after every `GIL_SLICE` of its CPU time."""
-    if _host_present:
-        _last_pause.at = time.thread_time()
+    _last_pause.at = time.thread_time()
 
 
 def give_way() -> None:

@@ -95,11 +95,6 @@ class WorkQueue(Generic[T]):
             if not self._items and not self._closed:
                 self._changed.wait(timeout)
 
-    def nudge(self) -> None:
-        """Wake a consumer in `wait_for_items` with no new item (it has other work)."""
-        with self._changed:
-            self._changed.notify_all()
-
     def finished(self, count: int = 1) -> None:
         with self._changed:
             self._unfinished -= count

@@ -47,10 +47,8 @@ __all__ = [
     "ScoreJob",
     "ScoreSink",
     "default_runner",
-    "failed_result",
     "flush_started_runners",
     "shutdown_started_runners",
-    "started",
 ]
 
 _log = structlog.get_logger("agentscore.runner")
@@ -89,8 +87,7 @@ class RunnerStats:
 
 
 class JobRunner(Protocol):
-    """What scores submitted jobs in the background: `Runner` (a thread of this process) or
-    `ProcessRunner` (a process of its own)."""
+    """What scores submitted jobs in the background: `Runner`."""
 
     def submit(self, job: ScoreJob) -> bool: ...
     def add_sink(self, sink: ScoreSink) -> None: ...
@@ -272,8 +269,7 @@ class Runner:
             try:
                 result = await self._score_until_final(job)
             except Exception as exc:  # a broken scorer object: the run still ends, as failed
-                # Delivered like any result: a sink waiting on this run (a scoring process's
-                # parent) hears that it ended.
+                # Delivered like any result: a sink waiting on this run hears that it ended.
                 result = failed_result(job, job.run, exc)
             give_way()
             await deliver(

@@ -16,9 +16,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import SpanKind
 
-from agentscore import Agent, Evals, ProcessRunner, Runner, Telemetry
+from agentscore import Agent, Evals, Runner, Telemetry
 from agentscore.judges import OpenAIJudge
-from agentscore.pipeline.runner import JobRunner
 from agentscore.scorers import create_faithfulness_scorer, create_hallucination_scorer
 from agentscore.sinks.backends import PhoenixAnnotations
 from agentscore.sinks.roots import RootSpans
@@ -29,13 +28,8 @@ from tests.test_agent import agent_endpoint, judge_endpoint, lookup_order, tool_
 pytestmark = pytest.mark.e2e
 
 
-@pytest.mark.parametrize("runner_kind", ["thread", "process"])
-def test_evaluation_span_lands_under_the_agent_trace_in_phoenix(
-    phoenix: PhoenixServer, runner_kind: str
-) -> None:
-    # "process": scored in a ProcessRunner's child, whose copy of the provider exports the
-    # evaluation span; the annotation is posted by the sink here.
-    runner: JobRunner = Runner() if runner_kind == "thread" else ProcessRunner()
+def test_evaluation_span_lands_under_the_agent_trace_in_phoenix(phoenix: PhoenixServer) -> None:
+    runner = Runner()
     project = f"agentscore-agent-{uuid.uuid4().hex[:8]}"
     provider = TracerProvider(resource=Resource.create({PROJECT_NAME_ATTRIBUTE: project}))
     provider.add_span_processor(
@@ -61,7 +55,7 @@ def test_evaluation_span_lands_under_the_agent_trace_in_phoenix(
         result = agent.generate_sync("Where is order 42?")
         assert agent.flush(timeout=30)
         assert provider.force_flush(timeout_millis=15_000)
-        assert runner.shutdown(30)  # a scoring process flushes its exporters as it exits
+        assert runner.shutdown(30)
     finally:
         provider.shutdown()
         stack.close()
