@@ -7,7 +7,8 @@ The SDK's OTLP/HTTP exporters are not used to send: they POST through `requests`
 redirect (taking the headers, often a credential, to whatever origin `Location` names),
 count a 3xx as delivered, and cannot say which part of a batch a backend refused. What
 stays written here is what no library does: splitting a batch over the request bound or
-refused as too large (413), and handing back exactly what the backend did not take.
+refused as too large (413), handing back exactly what the backend did not take, and
+reading a refusal's Retry-After for the caller's retry.
 
 Each POST runs on one event loop of its own (a daemon thread shared by every sender, started
 again in a forked child), so a blocking caller, an exporter's thread, gets the policy's

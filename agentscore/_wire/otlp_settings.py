@@ -2,9 +2,12 @@
 SDK's exporters read them: per signal over the common variable, for ENDPOINT, HEADERS,
 TIMEOUT, COMPRESSION (gzip, deflate, none), CERTIFICATE, CLIENT_CERTIFICATE and CLIENT_KEY.
 
-Read here rather than by the SDK's exporters because those also send: they POST through
-`requests`, follow a redirect (a POST answered 302 goes on, headers and all, to wherever
-`Location` points), and count a 3xx as delivered. The values mean what the SDK says.
+Written here because no library offers it apart from sending: the SDK reads these
+variables inside its OTLP/HTTP exporters (in private helpers of a package that brings
+`requests`), and those exporters send through `requests`, follow a redirect (a POST
+answered 302 goes on, headers and all, to wherever `Location` points) and count a 3xx as
+delivered. The header list itself is parsed by OpenTelemetry's own parser, and every value
+means what the SDK says.
 """
 
 from __future__ import annotations
