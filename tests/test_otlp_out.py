@@ -583,3 +583,17 @@ def test_a_certificate_file_that_cannot_be_read_stops_the_start(tmp_path: Path) 
     }
     with pytest.raises(ConfigurationError, match="OTEL_EXPORTER_OTLP_CERTIFICATE"):
         from_env("TRACES", env)
+
+
+def test_the_service_waits_as_long_as_a_busy_backend_asks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentscore.serve.export import build_exporters
+
+    with backend(lambda body: (429, {"Retry-After": "7"})) as url:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", f"{url}/v1/traces")
+        exporters = build_exporters(tmp_path / "unused.jsonl")
+        exporters.tracer_provider.get_tracer("test").start_span("evaluation").end()
+        assert not exporters.export()
+        assert exporters.retry_after == 7.0  # the worker's next export waits that long
+        exporters.shutdown()
