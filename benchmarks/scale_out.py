@@ -63,7 +63,7 @@ _CATEGORIES = (
     ("scorer steps, prompts, results", ("agentscore/scorers/", "agentscore/result")),
     ("export of evaluations (OTLP/HTTP)", ("serve/export.py", "exporter/otlp")),
     ("telemetry: spans, log records", ("agentscore/telemetry/", "opentelemetry/sdk")),
-    ("ingest: decode, read spans, commit", ("serve/otlp.py", "serve/ingest.py", "spans/")),
+    ("ingest: decode, read spans, commit", ("_wire/otlp_in.py", "serve/ingest.py", "spans/")),
     ("queue: SQLite", ("serve/queue.py",)),
     ("gRPC server", ("grpc/",)),
     ("event loop, threads", ("asyncio/", "anyio/", "threading.py", "concurrent/")),

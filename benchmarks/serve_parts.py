@@ -4,8 +4,7 @@ CPU per score, measured in process on the service's own pieces.
 - telemetry: what the worker emits for one score, with the exporters the service builds
   (its outbox, keyed span ids), a meter provider and the service's counters: the evaluation
   span, the judge's chat span with its reply, the gen_ai.evaluation.result log record, the
-  score metrics, and the three counts a score adds (judge requests, tokens, scored); with
-  the service's own tracer and logger and with the SDK's (alternated, same run).
+  score metrics, and the three counts a score adds (judge requests, tokens, scored).
 - a queued job handed out: `SqliteQueue.due_jobs` and `delete_jobs` per job, for jobs just
   queued (their runs kept in memory) and for the same jobs after a reopen (a restart: each
   run parsed from its row), same run, so the ratio is what the kept runs save.
@@ -28,65 +27,18 @@ from pathlib import Path
 from _evaluation import emit_evaluation, sample_result
 from _machine import print_machine
 from opentelemetry import _logs, trace
-from opentelemetry.sdk._logs import (
-    LoggerProvider,
-    LogRecordProcessor,
-    ReadableLogRecord,
-    ReadWriteLogRecord,
-)
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 
 from agentscore.messages import Message
 from agentscore.run import ScorerRun
-from agentscore.serve.export import Exporters, _KeyedIdGenerator, build_exporters, keyed_ids
+from agentscore.serve.export import Exporters, build_exporters, keyed_ids
 from agentscore.serve.queue import Commit, JobKey, SqliteQueue
 from agentscore.serve.stats import ServiceStats
 from agentscore.telemetry import Telemetry
 
 ROUNDS = 5
 ORDER = json.dumps({"order": 1042, "items": [{"sku": f"A{i}", "qty": i} for i in range(20)]})
-
-
-def sdk_providers() -> tuple[TracerProvider, LoggerProvider]:
-    """What the service used before its own tracer and logger: the SDK's, into a list as its
-    outbox, each record copied as the outbox's processor copied it."""
-    resource = Resource.create({"service.name": "agentscore-serve"})
-    kept: list[object] = []
-
-    def keep(item: object) -> None:
-        kept.append(item)
-        if len(kept) > 1000:
-            kept.clear()
-
-    class Spans(SpanProcessor):
-        def on_end(self, span: ReadableSpan) -> None:
-            keep(span)
-
-    class Records(LogRecordProcessor):
-        def on_emit(self, log_record: ReadWriteLogRecord) -> None:
-            keep(
-                ReadableLogRecord(
-                    log_record=log_record.log_record,
-                    resource=log_record.resource or resource,
-                    instrumentation_scope=log_record.instrumentation_scope,
-                    limits=log_record.limits,
-                )
-            )
-
-        def force_flush(self, timeout_millis: int = 30_000) -> bool:
-            return True
-
-        def shutdown(self) -> None:
-            pass
-
-    tracer_provider = TracerProvider(resource=resource, id_generator=_KeyedIdGenerator())
-    tracer_provider.add_span_processor(Spans())
-    logger_provider = LoggerProvider(resource=resource)
-    logger_provider.add_log_record_processor(Records())
-    return tracer_provider, logger_provider
 
 
 def telemetry_per_score(
@@ -202,20 +154,12 @@ def main() -> None:
     os.environ.pop("OTEL_EXPORTER_OTLP_ENDPOINT", None)
     with tempfile.TemporaryDirectory() as tmp:
         exporters = build_exporters(Path(tmp) / "evaluations.jsonl")
-        arms = {
-            "the service's": (exporters.tracer_provider, exporters.logger_provider),
-            "the SDK's": sdk_providers(),
-        }
-        figures: dict[str, list[float]] = {name: [] for name in arms}
-        for _ in range(3):  # alternated, so a change in the machine's load touches both
-            for name, providers in arms.items():
-                figures[name].append(telemetry_per_score(exporters, providers, args.scores))
-        exporters.shutdown()
-        ours, sdk = (statistics.median(values) for values in figures.values())
-        print(
-            f"telemetry per score: {ours:.1f} µs with the service's tracer and logger, "
-            f"{sdk:.1f} µs with the SDK's, ×{sdk / ours:.2f}"
+        providers = (exporters.tracer_provider, exporters.logger_provider)
+        telemetry = statistics.median(
+            telemetry_per_score(exporters, providers, args.scores) for _ in range(3)
         )
+        exporters.shutdown()
+        print(f"telemetry per score: {telemetry:.1f} µs (the SDK's providers into the outbox)")
         fresh, reopened = job_hand_out(Path(tmp), args.jobs)
         rows = job_rows(Path(tmp), args.jobs)
     print(

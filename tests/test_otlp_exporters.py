@@ -1,5 +1,6 @@
-"""agentscore's OTLP/HTTP span and log exporters against a real HTTP server: the SDK's bytes,
-its variables, retries within the timeout, and no request after shutdown."""
+"""agentscore's OTLP/HTTP span, log and metric exporters against a real HTTP server: the SDK's
+bytes, its variables, retries within the timeout (Retry-After honoured), no request after
+shutdown, and a redirect that is never followed."""
 
 from __future__ import annotations
 
@@ -13,6 +14,9 @@ import pytest
 from opentelemetry._logs import LogRecord
 from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs as sdk_logs
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans as sdk_spans
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+    ExportMetricsServiceRequest,
+)
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import (
@@ -20,6 +24,8 @@ from opentelemetry.sdk._logs.export import (
     LogRecordExportResult,
     SimpleLogRecordProcessor,
 )
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import (
@@ -29,10 +35,12 @@ from opentelemetry.sdk.trace.export import (
 )
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from agentscore._wire.otlp_out import OtlpSender
+from agentscore._wire.otlp_settings import OtlpSettings
 from agentscore.telemetry import otlp
 from agentscore.telemetry.otlp import OtlpLogExporter, OtlpSpanExporter
-from agentscore.telemetry.otlp_send import OtlpSender
 from tests.http_collector import Collector, http_collector
+from tests.test_otlp_out import backend
 
 RESOURCE = Resource({"service.name": "exporter-test"})
 
@@ -50,7 +58,7 @@ def finished_spans(count: int = 3) -> tuple[ReadableSpan, ...]:
 
 
 def sender(collector: Collector, timeout: float = 5.0) -> OtlpSender:
-    return OtlpSender(f"{collector.url}/v1/traces", headers={}, timeout=timeout)
+    return OtlpSender(OtlpSettings(f"{collector.url}/v1/traces", timeout=timeout))
 
 
 def test_a_batch_processor_sends_the_sdk_exporters_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -159,7 +167,7 @@ def test_log_records_are_sent_as_the_sdk_encodes_them() -> None:
     )
     records = kept.get_finished_logs()
     with http_collector() as collector:
-        logs_sender = OtlpSender(f"{collector.url}/v1/logs", headers={})
+        logs_sender = OtlpSender(OtlpSettings(f"{collector.url}/v1/logs"))
         assert OtlpLogExporter(sender=logs_sender).export(records) is LogRecordExportResult.SUCCESS
     [request] = collector.received
     assert request.path == "/v1/logs"
@@ -167,7 +175,7 @@ def test_log_records_are_sent_as_the_sdk_encodes_them() -> None:
 
 
 def test_with_no_endpoint_configured_the_sdks_default_is_used() -> None:
-    assert OtlpSender.from_environment("TRACES", {}).url == "http://localhost:4318/v1/traces"
+    assert OtlpSettings.from_environment("TRACES", {}).url == "http://localhost:4318/v1/traces"
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="fork")
@@ -192,7 +200,7 @@ def test_a_forked_child_does_not_write_on_the_parents_kept_alive_connection() ->
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/v1/traces"
-        exporter = OtlpSpanExporter(sender=OtlpSender(url, headers={}, timeout=5))
+        exporter = OtlpSpanExporter(sender=OtlpSender(OtlpSettings(url, timeout=5)))
         spans = finished_spans()
         assert exporter.export(spans) is SpanExportResult.SUCCESS
         pid = os.fork()
@@ -205,3 +213,73 @@ def test_a_forked_child_does_not_write_on_the_parents_kept_alive_connection() ->
     parent, child, parent_again = peers
     assert child != parent  # its own connection
     assert parent_again == parent  # the parent's connection still carries its exports
+
+
+def test_a_busy_backends_retry_after_is_waited_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(otlp, "_FIRST_RETRY", 0.01)
+    answers = iter([(503, {"Retry-After": "0.3"})])
+    times: list[float] = []
+
+    def answer(body: bytes) -> tuple[int, dict[str, str]]:
+        times.append(time.monotonic())
+        return next(answers, (200, {}))
+
+    with backend(answer) as url:
+        exporter = OtlpSpanExporter(sender=OtlpSender(OtlpSettings(f"{url}/v1/traces")))
+        assert exporter.export(finished_spans()) is SpanExportResult.SUCCESS
+    first, second = times
+    assert second - first >= 0.3  # the backend's wait, not the 0.01 s backoff
+
+
+def test_a_retry_after_past_the_timeout_gives_up_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(otlp, "_FIRST_RETRY", 0.01)
+    posts: list[bytes] = []
+
+    def answer(body: bytes) -> tuple[int, dict[str, str]]:
+        posts.append(body)
+        return 429, {"Retry-After": "30"}
+
+    with backend(answer) as url:
+        settings = OtlpSettings(f"{url}/v1/traces", timeout=5)
+        exporter = OtlpSpanExporter(sender=OtlpSender(settings))
+        assert exporter.export(finished_spans()) is SpanExportResult.FAILURE
+    assert len(posts) == 1
+
+
+def test_metrics_are_sent_as_the_sdk_encodes_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    with http_collector() as collector:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.url)
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", "x-team=agents")
+        reader = PeriodicExportingMetricReader(otlp.metrics(), export_interval_millis=60_000)
+        provider = MeterProvider(resource=RESOURCE, metric_readers=[reader])
+        provider.get_meter("test").create_counter("agentscore.scores").add(3)
+        provider.shutdown()  # collects and exports once more
+    [request] = collector.received
+    assert request.path == "/v1/metrics" and request.headers["x-team"] == "agents"
+    decoded = ExportMetricsServiceRequest.FromString(request.body)
+    [metric] = decoded.resource_metrics[0].scope_metrics[0].metrics
+    assert metric.name == "agentscore.scores"
+    assert metric.sum.data_points[0].as_int == 3
+
+
+def test_a_redirect_is_a_failed_export_retried_and_never_followed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(otlp, "_FIRST_RETRY", 0.05)
+    spans = finished_spans()
+    with http_collector() as elsewhere:
+        moved = {"Location": f"{elsewhere.url}/v1/traces"}
+        posts: list[bytes] = []
+
+        def answer(body: bytes) -> tuple[int, dict[str, str]]:
+            posts.append(body)
+            return 302, moved
+
+        with backend(answer) as url:
+            settings = OtlpSettings(
+                f"{url}/v1/traces", headers={"x-api-key": "k3y-for-the-backend"}, timeout=0.5
+            )
+            result = OtlpSpanExporter(sender=OtlpSender(settings)).export(spans)
+    assert result is SpanExportResult.FAILURE
+    assert len(posts) > 1 and len(set(posts)) == 1  # tried again, the same batch
+    assert elsewhere.received == []

@@ -256,6 +256,37 @@ def test_a_redirecting_forward_backend_is_a_failed_forward(tmp_path: Path, statu
     assert credential not in log
 
 
+def test_an_export_answered_by_a_redirect_fails_is_retried_and_never_follows_it(
+    tmp_path: Path,
+) -> None:
+    """The service's own export to a backend that answers every POST 302 to another server:
+    the export failed (the job stays on disk, degraded), nothing went to the other server,
+    and once the backend takes it the evaluation arrives and the job is done."""
+    credential = "exp-Qm4Tz8Lw2Rv6Xc1N"
+    with raw_http_server([RawReply(b"{}", status=200)]) as elsewhere:
+        moved = RawReply(b"", status=302, location=f"{elsewhere.url}/traces")
+        with raw_http_server([moved]) as backend:
+            otel = {
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"{backend.url}/traces",
+                "OTEL_EXPORTER_OTLP_HEADERS": f"authorization=Bearer%20{credential}",
+            }
+            with serving(tmp_path, backend.url, otel=otel) as serve:
+                send_generations(serve.url, [ANSWER])
+                wait_for(lambda: serve.health()["export_failures"] >= 2, what="export retries")
+                during = serve.health()
+                backend.script[:] = [RawReply(b"{}", status=200)]  # the backend is fixed
+                wait_for(lambda: serve.health()["pending_jobs"] == 0, what="the export")
+                log = serve.log.read_text()
+    assert "export_failing" in during["problems"] and during["pending_jobs"] == 1
+    assert elsewhere.paths == [] and elsewhere.headers == []
+    traces = [
+        b for p, b in zip(backend.paths, backend.requests, strict=True) if p.endswith("/traces")
+    ]
+    assert len(traces) >= 3 and len(set(traces)) == 1  # the same evaluation, sent again
+    assert all(h["authorization"] == f"Bearer {credential}" for h in backend.headers)
+    assert credential not in log
+
+
 def test_requests_during_the_drain_are_answered_503(tmp_path: Path) -> None:
     # Each job's judge takes 3 s, so the drain lasts while the test knocks.
     options = ("--drain-timeout", "10")

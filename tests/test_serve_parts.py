@@ -11,6 +11,9 @@ from pathlib import Path
 import pytest
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
+from agentscore._wire.otlp_in import OtlpDecodeError, decode_traces
+from agentscore._wire.otlp_out import Delivery, OtlpSender
+from agentscore._wire.otlp_settings import OtlpSettings
 from agentscore.errors import ConfigurationError
 from agentscore.evals import Evals
 from agentscore.judges import LocalJudge
@@ -21,11 +24,10 @@ from agentscore.serve.budget import JudgeBudget
 from agentscore.serve.export import _takes_logs, build_exporters
 from agentscore.serve.forward import FORWARD_HEADERS_ENV, forward_headers
 from agentscore.serve.ingest import Ingestor
-from agentscore.serve.otlp import OtlpDecodeError, decode_traces
+from agentscore.serve.outbox import Outbox
 from agentscore.serve.queue import Commit, SqliteQueue
 from agentscore.serve.stats import ServiceStats
 from agentscore.spans.records import SpanRecord
-from agentscore.telemetry.otlp_send import OtlpSender
 from tests.conftest import span_context
 from tests.http_collector import http_collector
 from tests.serve_support import ANSWER, ROOT, free_port, recorded_generations
@@ -69,7 +71,7 @@ def test_an_unlimited_budget_never_waits() -> None:
 def test_protobuf_requests_decode_to_span_records() -> None:
     spans = recorded_generations([ANSWER])
     body = encode_spans(spans).SerializeToString()
-    records = decode_traces(body, "application/x-protobuf", max_size=1 << 20)
+    records = decode_traces(body, "application/x-protobuf", max_size=1 << 20, into=SpanRecord)
     assert [r.name for r in records] == [s.name for s in spans]
     agent = next(r for r in records if r.name.startswith("invoke_agent"))
     original = next(s for s in spans if s.name == agent.name)
@@ -83,14 +85,14 @@ def test_protobuf_requests_decode_to_span_records() -> None:
 
 def test_undecodable_bodies_and_gzip_bombs_are_refused() -> None:
     with pytest.raises(OtlpDecodeError, match="content type"):
-        decode_traces(b"x", "text/plain", max_size=100)
+        decode_traces(b"x", "text/plain", max_size=100, into=SpanRecord)
     with pytest.raises(OtlpDecodeError, match="unreadable"):
-        decode_traces(b"\xff\xff\xff", "application/x-protobuf", max_size=100)
+        decode_traces(b"\xff\xff\xff", "application/x-protobuf", max_size=100, into=SpanRecord)
     import gzip
 
     bomb = gzip.compress(b"\0" * 1_000_000)
     with pytest.raises(OtlpDecodeError, match="larger than"):
-        decode_traces(bomb, "application/x-protobuf", "gzip", max_size=10_000)
+        decode_traces(bomb, "application/x-protobuf", "gzip", max_size=10_000, into=SpanRecord)
 
 
 def test_the_queue_keeps_open_traces_and_jobs_across_a_reopen(tmp_path: Path) -> None:
@@ -204,7 +206,9 @@ def test_a_queued_run_is_handed_out_from_memory_as_its_row_would_give_it(
     """Runs the ingest read from real GenAI spans, taken by the worker: the object kept in
     memory equals what the row parses to, and a reopened queue (a restart) reads the row."""
     body = encode_spans(recorded_generations([ANSWER, "Order 1042 is lost."]))
-    records = decode_traces(body.SerializeToString(), "application/x-protobuf", max_size=1 << 20)
+    records = decode_traces(
+        body.SerializeToString(), "application/x-protobuf", max_size=1 << 20, into=SpanRecord
+    )
     queue = SqliteQueue(tmp_path / "q.db")
     stats = ServiceStats(None, depth=lambda: 0, oldest_age=lambda: 0.0)
     Ingestor(queue, Evals(scorers=[create_faithfulness_scorer(LocalJudge())]), stats).ingest(
@@ -253,10 +257,13 @@ def test_the_logged_destination_carries_no_credentials(
 def test_a_body_nested_past_the_parsers_depth_is_a_400_not_a_retry_forever() -> None:
     deep = b'{"resourceSpans": ' + b"[" * 50_000 + b"]" * 50_000 + b"}"
     with pytest.raises(OtlpDecodeError, match="unreadable OTLP application/json body"):
-        decode_traces(deep, "application/json", max_size=1 << 20)
+        decode_traces(deep, "application/json", max_size=1 << 20, into=SpanRecord)
     with pytest.raises(OtlpDecodeError):
         decode_traces(
-            b"\x0a\xff\xff\xff\xff\x0f" + b"\x00" * 10, "application/x-protobuf", max_size=100
+            b"\x0a\xff\xff\xff\xff\x0f" + b"\x00" * 10,
+            "application/x-protobuf",
+            max_size=100,
+            into=SpanRecord,
         )
 
 
@@ -299,7 +306,7 @@ def test_the_logs_probe_turns_logs_off_only_for_a_missing_endpoint(
             "OTEL_EXPORTER_OTLP_ENDPOINT": backend.url,
             "OTEL_EXPORTER_OTLP_HEADERS": "authorization=Bearer%20probe-token-123",
         }
-        assert _takes_logs(OtlpSender.from_environment("LOGS", env)) is takes
+        assert _takes_logs(OtlpSender(OtlpSettings.from_environment("LOGS", env))) is takes
     [probe] = backend.received
     headers = {name.lower(): value for name, value in probe.headers.items()}
     assert probe.body == b"" and headers["authorization"] == "Bearer probe-token-123"
@@ -307,36 +314,36 @@ def test_the_logs_probe_turns_logs_off_only_for_a_missing_endpoint(
 
 def test_an_unreachable_logs_endpoint_keeps_logs_on() -> None:
     env = {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{free_port()}"}
-    assert _takes_logs(OtlpSender.from_environment("LOGS", env)) is True
+    assert _takes_logs(OtlpSender(OtlpSettings.from_environment("LOGS", env))) is True
 
 
 @pytest.mark.parametrize("url", ["not a url", "http://[::1/v1/logs"])
 def test_a_logs_endpoint_that_does_not_parse_keeps_logs_on_and_does_not_stop_the_start(
     url: str,
 ) -> None:
-    assert (
-        _takes_logs(OtlpSender.from_environment("LOGS", {"OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": url}))
-        is True
+    assert _takes_logs(logs_sender(url)) is True
+
+
+def logs_sender(url: str) -> OtlpSender:
+    return OtlpSender(
+        OtlpSettings.from_environment("LOGS", {"OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": url})
     )
 
 
 def test_an_export_that_crashes_keeps_its_items_for_the_next_one() -> None:
-    from agentscore.serve.export import _Outbox
-
     sent: list[list[int]] = []
     crash = [True]
 
-    def send(items: list[int]) -> list[int]:
+    def send(items: list[int]) -> Delivery:
         if crash[0]:
             raise RuntimeError("an encoder bug")
         sent.append(items)
-        return []
+        return Delivery([])
 
-    outbox = _Outbox(send)
-    outbox.add(1)
-    outbox.add(2)
+    outbox = Outbox(send)
+    outbox.add([1, 2])
     assert not outbox.export()  # failed: the worker keeps the jobs and tries again
     crash[0] = False
-    outbox.add(3)
+    outbox.add([3])
     assert outbox.export()
     assert sent == [[1, 2, 3]]

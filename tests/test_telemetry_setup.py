@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from opentelemetry import trace
@@ -11,8 +12,9 @@ from opentelemetry import trace
 from agentscore import Agent, Evals, Runner, setup_telemetry
 from agentscore.judges import OpenAIJudge
 from agentscore.scorers import create_faithfulness_scorer
-from agentscore.telemetry import Telemetry
+from agentscore.telemetry import Telemetry, otlp
 from tests.http_collector import http_collector
+from tests.raw_http import RawReply, raw_http_server
 from tests.test_agent import agent_endpoint, judge_endpoint, lookup_order, tool_context
 
 
@@ -67,13 +69,36 @@ def test_otlp_http_from_the_standard_variables(monkeypatch: pytest.MonkeyPatch) 
     assert "/v1/traces" in received
     assert "/v1/logs" in received
     assert "/v1/metrics" in received
-    # Spans and log records through agentscore's exporters, metrics through the SDK's.
+    # Every signal through agentscore's exporters, on its one HTTP stack.
     senders = {
         r.path: {k.lower(): v for k, v in r.headers.items()}["user-agent"]
         for r in collector.received
     }
-    assert senders["/v1/traces"] == senders["/v1/logs"] == "agentscore"
-    assert senders["/v1/metrics"].startswith("OTel-OTLP-Exporter-Python")
+    assert senders == dict.fromkeys(("/v1/traces", "/v1/logs", "/v1/metrics"), "agentscore")
+
+
+def test_a_backend_redirecting_elsewhere_gets_no_credential_there(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each signal's POST is answered 302 to a second server: the export fails (and is tried
+    again within the exporter's timeout), and nothing, the token least of all, goes there."""
+    token = "Bearer otlp-t0ken-for-the-backend-only"
+    monkeypatch.setattr(otlp, "_FIRST_RETRY", 0.05)
+    with raw_http_server([RawReply(b"taken", status=200)]) as elsewhere:
+        moved = RawReply(b"", status=302, location=f"{elsewhere.url}/traces")
+        with raw_http_server([moved]) as backend:
+            monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", backend.url.removesuffix("/v1"))
+            monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", f"authorization={quote(token)}")
+            monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "0.5")
+            setup = setup_telemetry("test-service")
+            scored_agent(setup.telemetry).generate_sync("Where is order 42?")
+            setup.shutdown(timeout=10)
+    assert elsewhere.paths == [] and elsewhere.headers == []
+    for path in ("/v1/traces", "/v1/logs", "/v1/metrics"):
+        tries = [h for p, h in zip(backend.paths, backend.headers, strict=True) if p == path]
+        assert tries and all(h["authorization"] == token for h in tries)
+    traces = [b for p, b in zip(backend.paths, backend.requests, strict=True) if p == "/v1/traces"]
+    assert len(traces) > 1 and len(set(traces)) == 1  # the failed batch, tried again
 
 
 def test_a_traces_only_endpoint_exports_only_traces(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -66,12 +66,22 @@ class HttpReply:
 
 class HttpFailure(Exception):
     """No usable answer: refused, reset, TLS, the deadline, or a body over its bound. The
-    message holds no secret the process knows; `timed_out` when a deadline passed first."""
+    message holds no secret the process knows; `timed_out` when a deadline passed first;
+    `status` when the status line had come before the body failed (a caller to whom the
+    status is the whole answer, an OTLP export, may go by it)."""
 
-    def __init__(self, message: str, *, timed_out: bool = False, too_large: bool = False):
+    def __init__(
+        self,
+        message: str,
+        *,
+        timed_out: bool = False,
+        too_large: bool = False,
+        status: int | None = None,
+    ):
         super().__init__(redact(message))
         self.timed_out = timed_out
         self.too_large = too_large
+        self.status = status
 
 
 @functools.cache
@@ -135,9 +145,11 @@ async def post(
     answer came, or when the body is over `max_body` bytes.
     """
     httpx = http_module()
+    status: int | None = None
     try:
         with anyio.fail_after(deadlines.total):
             async with client.stream("POST", url, content=content, headers=headers) as reply:
+                status = reply.status_code
                 body = bytearray()
                 async for chunk in reply.aiter_bytes():
                     body += chunk
@@ -145,16 +157,23 @@ async def post(
                         raise HttpFailure(
                             f"the reply from {_origin(url)} is over {max_body} bytes",
                             too_large=True,
+                            status=status,
                         )
                 return HttpReply(reply.status_code, dict(reply.headers), bytes(body))
     except TimeoutError as exc:
         raise HttpFailure(
-            f"no reply from {_origin(url)} within {deadlines.total:g} s", timed_out=True
+            f"no reply from {_origin(url)} within {deadlines.total:g} s",
+            timed_out=True,
+            status=status,
         ) from exc
     except httpx.TimeoutException as exc:
-        raise HttpFailure(f"{type(exc).__name__} from {_origin(url)}", timed_out=True) from exc
+        raise HttpFailure(
+            f"{type(exc).__name__} from {_origin(url)}", timed_out=True, status=status
+        ) from exc
     except httpx.HTTPError as exc:
-        raise HttpFailure(f"{type(exc).__name__} from {_origin(url)}: {exc}") from exc
+        raise HttpFailure(
+            f"{type(exc).__name__} from {_origin(url)}: {exc}", status=status
+        ) from exc
 
 
 def _origin(url: str) -> str:

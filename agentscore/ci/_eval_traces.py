@@ -86,10 +86,10 @@ def _spans(line: str) -> list[SpanRecord]:
         raise ValueError("a line must be a JSON object")
     if "resourceSpans" in record or "resource_spans" in record:
         try:
-            from agentscore.serve.otlp import JSON, decode_traces
+            from agentscore._wire.otlp_in import JSON, decode_traces
         except ImportError as exc:
             raise ValueError("reading OTLP needs: pip install 'agentscore[serve]'") from exc
-        return decode_traces(line.encode(), JSON, max_size=_MAX_LINE)
+        return decode_traces(line.encode(), JSON, max_size=_MAX_LINE, into=SpanRecord)
     if "context" in record and "name" in record:
         return [_exported_span(record)]
     return []  # a log record, or a request of another signal

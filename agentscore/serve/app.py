@@ -16,14 +16,15 @@ from typing import Any
 import anyio
 import structlog
 
+from agentscore._wire.otlp_in import OtlpDecodeError, decode_traces, success_response
+from agentscore._wire.otlp_out import OtlpSender
 from agentscore.serve.auth import bearer_allowed
 from agentscore.serve.forward import ForwardError, forward
 from agentscore.serve.health import ServiceHealth
 from agentscore.serve.ingest import Ingestor, OverBudget
-from agentscore.serve.otlp import OtlpDecodeError, decode_traces, success_response
 from agentscore.serve.queue import SqliteQueue
 from agentscore.serve.stats import ServiceStats
-from agentscore.telemetry.otlp_send import OtlpSender
+from agentscore.spans.records import SpanRecord
 
 __all__ = ["ServeApp"]
 
@@ -193,7 +194,9 @@ class ServeApp:
         transport (OTLP/HTTP here, OTLP/gRPC in `grpc_ingest`) answers OK only after this
         returns. Raises OtlpDecodeError (never worth a retry), OverBudget, ForwardError, or
         what the disk raised."""
-        spans = decode_traces(body, content_type, encoding, max_size=self._max_body)
+        spans = decode_traces(
+            body, content_type, encoding, max_size=self._max_body, into=SpanRecord
+        )
         slim = None
         if self._forward_to is not None:
             slim = self._ingestor.check_room(spans)

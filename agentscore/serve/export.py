@@ -1,53 +1,51 @@
 """Where evaluations go: OTLP/HTTP per the standard OTEL_EXPORTER_OTLP_* variables, else JSONL.
 
-The service's own tracer and logger (`spans.py`, `log_records.py`) record what the pipeline
-emits and hand it on as the SDK's readable spans and records. They wait in an outbox until
-the worker exports a batch and learns whether the backend took it: a job row is deleted only
-after that, and what the backend did not take stays in the outbox for the next export
+The pipeline's spans and log records are made by the OTel SDK's providers, which export each
+as it ends into an outbox (`agentscore.serve.outbox`). They wait there until the worker
+exports a batch and learns whether the backend took it: a job row is deleted only after
+that, and what the backend did not take stays in the outbox for the next export
 (`OtlpSender.deliver` says what that is, and leaves out the one evaluation a backend refuses
 as too large on its own). A re-export after a crash must not become a second evaluation, so
-the evaluation span (and the judge spans under it) take ids derived from the job's key: a
-backend then receives the same span again, not a new one.
+the evaluation span (and the judge spans under it) take ids derived from the job's key (the
+provider's `IdGenerator`): a backend then receives the same span again, not a new one.
 """
 
 from __future__ import annotations
 
 import contextvars
 import hashlib
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Generic, TypeVar
 
 import structlog
-from opentelemetry.sdk._logs import ReadableLogRecord
-from opentelemetry.sdk._logs.export import LogRecordExportResult
+from opentelemetry.sdk._logs import LoggerProvider, ReadableLogRecord
+from opentelemetry.sdk._logs.export import LogRecordExportResult, SimpleLogRecordProcessor
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.sdk.trace.export import SpanExportResult
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.id_generator import IdGenerator, RandomIdGenerator
+from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 
-from agentscore.serve.log_records import RecordingLoggerProvider
-from agentscore.serve.queue import JobKey
-from agentscore.serve.spans import RecordingTracerProvider
-from agentscore.telemetry.otlp_encode import encode_logs, encode_spans
-from agentscore.telemetry.otlp_send import (
+from agentscore._wire.otlp_out import (
+    Delivery,
     OtlpSender,
     OtlpUnanswered,
-    endpoint_configured,
-    without_credentials,
+    encode_logs,
+    encode_spans,
 )
+from agentscore._wire.otlp_settings import OtlpSettings, endpoint_configured, without_credentials
+from agentscore.serve.outbox import LogOutbox, Outbox, SpanOutbox
+from agentscore.serve.queue import JobKey
 from agentscore.telemetry.setup import JsonlExporter
 
 __all__ = ["Exporters", "build_exporters", "keyed_ids"]
 
 _log = structlog.get_logger("agentscore.serve")
 
-_Item = TypeVar("_Item")
 _job_key: contextvars.ContextVar[_KeyedSequence | None] = contextvars.ContextVar(
     "agentscore_serve_job", default=None
 )
@@ -90,42 +88,14 @@ def keyed_ids(key: JobKey, attempt: int = 0) -> Iterator[None]:
         _job_key.reset(token)
 
 
-class _Outbox(Generic[_Item]):
-    """Items waiting for the next export. `send` returns what the backend did not take:
-    that is sent again by the next export, ahead of newer items, so an export failure never
-    makes the worker score the same job again."""
-
-    def __init__(self, send: Callable[[list[_Item]], list[_Item]]) -> None:
-        self._send = send
-        self._lock = threading.Lock()
-        self._items: list[_Item] = []
-
-    def add(self, item: _Item) -> None:
-        with self._lock:
-            self._items.append(item)
-
-    def export(self) -> bool:
-        with self._lock:
-            items, self._items = self._items, []
-        try:
-            unsent = self._send(items) if items else []
-        except Exception as exc:  # an encoding or transport bug: keep the items, never lose them
-            _log.error("serve_export_crashed", error_type=type(exc).__name__)
-            unsent = items
-        if unsent:
-            with self._lock:
-                self._items[:0] = unsent
-        return not unsent
-
-
 @dataclass
 class Exporters:
-    tracer_provider: RecordingTracerProvider
-    logger_provider: RecordingLoggerProvider
+    tracer_provider: TracerProvider
+    logger_provider: LoggerProvider
     meter_provider: MeterProvider | None
     destination: str
-    _spans: _Outbox[ReadableSpan]
-    _logs: _Outbox[ReadableLogRecord] | None
+    _spans: Outbox[ReadableSpan]
+    _logs: Outbox[ReadableLogRecord] | None
     _close: Callable[[], None]
 
     def export(self) -> bool:
@@ -133,6 +103,12 @@ class Exporters:
         spans_ok = self._spans.export()
         logs_ok = self._logs.export() if self._logs is not None else True
         return spans_ok and logs_ok
+
+    @property
+    def retry_after(self) -> float | None:
+        """How long a backend that refused the last export asked to be left alone."""
+        waits = [box.retry_after for box in (self._spans, self._logs) if box is not None]
+        return max((wait for wait in waits if wait is not None), default=None)
 
     def shutdown(self) -> None:
         self.tracer_provider.shutdown()
@@ -146,14 +122,14 @@ def build_exporters(jsonl_path: str | Path, service_name: str = "agentscore-serv
     """OTLP/HTTP for each signal an OTEL_EXPORTER_OTLP_* endpoint covers, else JSONL."""
     resource = Resource.create({"service.name": service_name})
     meter_provider: MeterProvider | None = None
-    logs: _Outbox[ReadableLogRecord] | None = None
+    logs: Outbox[ReadableLogRecord] | None = None
     close: Callable[[], None]
     if endpoint_configured("TRACES"):
-        span_sender = OtlpSender.from_environment("TRACES")
-        log_sender = OtlpSender.from_environment("LOGS")
-        spans = _Outbox[ReadableSpan](lambda items: span_sender.deliver(items, encode_spans))
+        span_sender = OtlpSender(OtlpSettings.from_environment("TRACES"))
+        log_sender = OtlpSender(OtlpSettings.from_environment("LOGS"))
+        spans = Outbox[ReadableSpan](lambda items: span_sender.deliver(items, encode_spans))
         if endpoint_configured("LOGS") and _takes_logs(log_sender):
-            logs = _Outbox(lambda items: log_sender.deliver(items, encode_logs))
+            logs = Outbox(lambda items: log_sender.deliver(items, encode_logs))
 
         def close() -> None:
             span_sender.close()
@@ -167,19 +143,31 @@ def build_exporters(jsonl_path: str | Path, service_name: str = "agentscore-serv
         destination = "OTLP/HTTP " + without_credentials(span_sender.url)
     else:
         jsonl = JsonlExporter(jsonl_path)
-        spans = _Outbox(
-            lambda items: [] if jsonl.export(items) is SpanExportResult.SUCCESS else items
+        spans = Outbox(
+            lambda items: Delivery(
+                [] if jsonl.export(items) is SpanExportResult.SUCCESS else list(items)
+            )
         )
-        logs = _Outbox(
-            lambda items: [] if jsonl.export(items) is LogRecordExportResult.SUCCESS else items
+        logs = Outbox(
+            lambda items: Delivery(
+                [] if jsonl.export(items) is LogRecordExportResult.SUCCESS else list(items)
+            )
         )
         destination = str(Path(jsonl_path).resolve())
         close = jsonl.shutdown
-    tracer_provider = RecordingTracerProvider(resource, _KeyedIdGenerator(), spans.add)
-    # A backend without a logs endpoint gets evaluations as spans only: records go nowhere.
-    logger_provider = RecordingLoggerProvider(
-        resource, logs.add if logs is not None else lambda _: None
+    # The SDK's providers, sampling every span whatever OTEL_TRACES_SAMPLER says (the
+    # application's setting, not the service's), with no exit hook of their own (the
+    # service drains, then shuts them down).
+    tracer_provider = TracerProvider(
+        sampler=ALWAYS_ON,
+        resource=resource,
+        id_generator=_KeyedIdGenerator(),
+        shutdown_on_exit=False,
     )
+    tracer_provider.add_span_processor(SimpleSpanProcessor(SpanOutbox(spans)))
+    logger_provider = LoggerProvider(resource=resource, shutdown_on_exit=False)
+    # A backend without a logs endpoint gets evaluations as spans only: records go nowhere.
+    logger_provider.add_log_record_processor(SimpleLogRecordProcessor(LogOutbox(logs)))
     return Exporters(
         tracer_provider, logger_provider, meter_provider, destination, spans, logs, close
     )
@@ -195,7 +183,7 @@ def _takes_logs(sender: OtlpSender) -> bool:
     job would then wait on disk for a log export that can never succeed; evaluations go out
     as spans only instead. Any other answer, or none, keeps the logs: an outage is not proof."""
     try:
-        status = sender.post(b"")
+        status, _ = sender.post(b"")
     except OtlpUnanswered:
         return True
     if status in _NO_SUCH_ENDPOINT:

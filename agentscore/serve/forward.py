@@ -9,9 +9,11 @@ backend may see a request twice (the same span ids) only when queueing failed af
 A backend that wants credentials gets them from `AGENTSCORE_FORWARD_HEADERS`, in the format
 of `OTEL_EXPORTER_OTLP_HEADERS` ("authorization=Bearer%20...,x-team=a"): an environment
 variable, not a flag, so the secret stays out of `ps` and shell history; its values are
-redacted like every key the process knows. Redirects are never followed: a 3xx is a failed
-forward, since following it would send those credentials to another origin (and a backend
-that answers 3xx to a POST has stored nothing).
+redacted like every key the process knows. The request goes through the one HTTP stack
+(`agentscore._wire.otlp_out`, over `agentscore._wire.http`): a deadline on the whole
+exchange, and redirects never followed. A 3xx is a failed forward, since following it would
+send those credentials to another origin (and a backend that answers 3xx to a POST has
+stored nothing).
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from urllib.parse import unquote
 
+from agentscore._wire.otlp_out import OtlpSender, OtlpUnanswered
+from agentscore._wire.otlp_settings import OtlpSettings, sendable_header
 from agentscore.errors import ConfigurationError
-from agentscore.telemetry.otlp_send import OtlpSender, OtlpUnanswered, sendable_header
 
 __all__ = [
     "FORWARD_HEADERS_ENV",
@@ -28,6 +31,7 @@ __all__ = [
     "ForwardError",
     "forward",
     "forward_headers",
+    "forward_sender",
 ]
 
 FORWARD_HEADERS_ENV = "AGENTSCORE_FORWARD_HEADERS"
@@ -58,10 +62,17 @@ def forward_headers(environ: Mapping[str, str]) -> dict[str, str]:
     return headers
 
 
+def forward_sender(url: str, environ: Mapping[str, str]) -> OtlpSender:
+    """The sender `--forward URL` posts through, with the headers `environ` asks for."""
+    return OtlpSender(
+        OtlpSettings(url, headers=forward_headers(environ)), user_agent=FORWARD_USER_AGENT
+    )
+
+
 def forward(sender: OtlpSender, body: bytes, content_type: str, content_encoding: str) -> None:
     """Pass one received request on, same bytes, type and encoding; raises ForwardError."""
     try:
-        status = sender.post(body, content_type, content_encoding)
+        status, _ = sender.post(body, content_type, content_encoding)
     except OtlpUnanswered as exc:
         raise ForwardError(f"backend unreachable: {exc.error_type}") from None
     if not 200 <= status < 300:

@@ -29,12 +29,12 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
+from agentscore._wire.otlp_in import PROTOBUF, OtlpDecodeError
 from agentscore.errors import ConfigurationError
 from agentscore.serve.app import ServeApp
 from agentscore.serve.auth import bearer_allowed
 from agentscore.serve.forward import ForwardError
 from agentscore.serve.ingest import OverBudget
-from agentscore.serve.otlp import PROTOBUF, OtlpDecodeError
 from agentscore.serve.stats import ServiceStats
 
 __all__ = ["EXPORT_METHOD", "GrpcIngest"]

@@ -25,13 +25,12 @@ from agentscore.serve.auth import load_ingest_token
 from agentscore.serve.budget import JudgeBudget
 from agentscore.serve.connections import connection_limits, guarded_protocol
 from agentscore.serve.export import build_exporters
-from agentscore.serve.forward import FORWARD_USER_AGENT, forward_headers
+from agentscore.serve.forward import forward_sender
 from agentscore.serve.health import ServiceHealth
 from agentscore.serve.ingest import DEFAULT_MAX_OPEN_BYTES, Ingestor
 from agentscore.serve.queue import SqliteQueue, Synchronous
 from agentscore.serve.stats import ServiceStats
 from agentscore.serve.worker import ScoringWorker
-from agentscore.telemetry.otlp_send import OtlpSender
 
 __all__ = ["ServeOptions", "build_service", "load_evals", "log_judge_checks", "run_service"]
 
@@ -156,14 +155,7 @@ def build_service(options: ServeOptions, evals: Evals) -> ServeApp:
         on_startup=startup,
         on_drain=worker.stop,
         on_shutdown=shutdown,
-        forward_to=(
-            OtlpSender(
-                options.forward,
-                headers={"User-Agent": FORWARD_USER_AGENT, **forward_headers(os.environ)},
-            )
-            if options.forward
-            else None
-        ),
+        forward_to=forward_sender(options.forward, os.environ) if options.forward else None,
         ingest_token=load_ingest_token(os.environ, options.ingest_token_file),
         body_timeout=options.body_timeout,
         judge_health=lambda: {"cascades": cascade_health(judges)},

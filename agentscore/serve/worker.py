@@ -10,7 +10,8 @@ Every outage delays work and never loses or repeats it:
 - the judge failing for a passing reason: the job stays on disk and is tried again with
   backoff (until `max_age`);
 - the backend refusing an export: the results stay in the outbox and their rows on disk, and
-  the export is retried with backoff; the judge is not asked again;
+  the export is retried with backoff (or after the backend's Retry-After, when longer); the
+  judge is not asked again;
 - a row that cannot be deleted (disk full): kept out of the worker's hands and deleted later.
 Each shows on /healthz (`degraded`) while it lasts.
 """
@@ -54,8 +55,8 @@ _EXPIRE_EVERY = 1.0
 _EXPORT_EVERY = 0.5
 # Finished jobs (in `concurrency`s) that start an export: each export costs two requests and
 # two synced transactions whatever it carries, so a busy service sends large batches. At
-# 280 scores/s, 2 and 0.2 s made 191 POSTs per 3,000 scores (0.7 ms of CPU each, through
-# `requests`); 6 and 0.5 s make 67, and an evaluation reaches the backend within about 0.5 s.
+# 280 scores/s, 2 and 0.2 s made 191 POSTs per 3,000 scores; 6 and 0.5 s make 67, and an
+# evaluation reaches the backend within about 0.5 s.
 _EXPORT_BATCH = 6
 _MAX_UNEXPORTED = 12
 # Backoff for the worker's own retries: of a failed export, of a row that cannot be written.
@@ -318,7 +319,11 @@ class ScoringWorker:
             self._stats.add("export_failures")
             self._export_failures += 1
             self.health.failing("export_failing", "backend refused the export")
-            self._export_at = time.monotonic() + _STORAGE_RETRY.delay(self._export_failures)
+            # The backend's Retry-After, when it asks for longer than the backoff would wait.
+            wait = max(
+                _STORAGE_RETRY.delay(self._export_failures), self._exporters.retry_after or 0
+            )
+            self._export_at = time.monotonic() + wait
             self._done[:0] = done
             return
         self._export_failures = 0

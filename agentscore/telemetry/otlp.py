@@ -1,15 +1,9 @@
-"""OTLP/HTTP exporters, configured by the standard OTEL_EXPORTER_OTLP_* variables.
+"""OTLP/HTTP exporters for spans, log records and metrics, configured by the standard
+OTEL_EXPORTER_OTLP_* variables: drop-ins for the SDK's (same variables, same bytes: its own
+encoders), sending through agentscore's one HTTP stack (`agentscore._wire.otlp_out`), so a
+redirect is never followed and the headers never leave for another origin.
 
-Spans and log records go through agentscore's own encoder and sender
-(`agentscore.telemetry.otlp_encode`, `agentscore.telemetry.otlp_send`): the same bytes as the
-SDK's OTLP/HTTP exporters at about a third of the CPU. In an agent's process that CPU is
-taken under the GIL from the agent's requests, a batch of 512 spans at a time: with the
-SDK's exporter the evaluation spans of in-process scoring added 4 to 6 ms to the agent's
-p99 at 100 requests/s, with these about 1 ms (docs/benchmarks.md). Metrics keep the SDK's
-exporter (one small request a minute).
-
-Imported only when an endpoint is configured: `requests` and the metric exporter come with
-the `otlp` extra.
+Imported only when an endpoint is configured; the encoders come with the `otlp` extra.
 """
 
 from __future__ import annotations
@@ -18,25 +12,28 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
-from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+from opentelemetry.exporter.otlp.proto.common._internal.metrics_encoder import (
+    OTLPMetricExporterMixin,
+)
 from opentelemetry.sdk._logs import ReadableLogRecord
 from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
+from opentelemetry.sdk.metrics.export import MetricExporter, MetricExportResult, MetricsData
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from agentscore._redact import redact_library_logs
-from agentscore.telemetry.otlp_encode import encode_logs, encode_spans
-from agentscore.telemetry.otlp_send import OtlpSender, Signal
+from agentscore._wire.otlp_out import OtlpSender, encode_logs, encode_metrics, encode_spans
+from agentscore._wire.otlp_settings import OtlpSettings, Signal
 
-__all__ = ["OtlpLogExporter", "OtlpSpanExporter", "logs", "metrics", "spans"]
-
-redact_library_logs(
-    "opentelemetry.util.re",
-    "opentelemetry.exporter.otlp.proto.http._common",
-    "opentelemetry.exporter.otlp.proto.http.metric_exporter",
-)
+__all__ = [
+    "OtlpLogExporter",
+    "OtlpMetricExporter",
+    "OtlpSpanExporter",
+    "logs",
+    "metrics",
+    "spans",
+]
 
 _Item = TypeVar("_Item")
 # The SDK exporters' backoff: 1 s, then doubling, while the export's timeout allows.
@@ -44,11 +41,12 @@ _FIRST_RETRY = 1.0
 
 
 class _Exporter(Generic[_Item]):
-    """POSTs a batch; a batch the backend did not take (refused, unanswered) is sent again
-    after a backoff within the sender's timeout, then given up. Each refusal is logged with
-    its status. Unlike the SDK's exporter, which retries only 408, 429 and 5xx, any
-    refusal is retried: a 4xx costs a few POSTs within the timeout, and a backend that
-    recovers from a misconfiguration still gets the batch."""
+    """POSTs a batch; what the backend did not take (refused, unanswered) is sent again
+    after a backoff, or after the backend's Retry-After when longer, within the sender's
+    timeout, then given up. Each refusal is logged with its status. Unlike the SDK's
+    exporter, which retries only 429 and some 5xx, any refusal is retried: a 4xx costs a few
+    POSTs within the timeout, and a backend that recovers from a misconfiguration still gets
+    the batch."""
 
     def __init__(
         self,
@@ -59,7 +57,7 @@ class _Exporter(Generic[_Item]):
     ) -> None:
         if sender is None:
             overrides = {f"OTEL_EXPORTER_OTLP_{signal}_ENDPOINT": endpoint} if endpoint else {}
-            sender = OtlpSender.from_environment(signal, {**os.environ, **overrides})
+            sender = OtlpSender(OtlpSettings.from_environment(signal, {**os.environ, **overrides}))
         self._sender = sender
         self._encode = encode
         self._closed = threading.Event()
@@ -72,8 +70,10 @@ class _Exporter(Generic[_Item]):
         deadline = time.monotonic() + self._sender.timeout
         delay = _FIRST_RETRY
         pending = list(items)
-        while pending := self._sender.deliver(pending, self._encode):
-            if time.monotonic() + delay > deadline or self._closed.wait(delay):
+        while not (delivery := self._sender.deliver(pending, self._encode)).done:
+            pending = delivery.unsent
+            wait = max(delay, delivery.retry_after or 0.0)
+            if time.monotonic() + wait > deadline or self._closed.wait(wait):
                 return False
             delay *= 2
         return True
@@ -84,9 +84,9 @@ class _Exporter(Generic[_Item]):
 
 
 class OtlpSpanExporter(_Exporter[ReadableSpan], SpanExporter):
-    """A `SpanExporter` for OTLP/HTTP protobuf, a drop-in for the SDK's (same variables,
-    same bytes) at a third of its CPU. `endpoint` replaces OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
-    (a full URL, `/v1/traces` included); `sender` replaces the configuration whole."""
+    """A `SpanExporter` for OTLP/HTTP protobuf. `endpoint` replaces
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (a full URL, `/v1/traces` included); `sender`
+    replaces the configuration whole."""
 
     def __init__(self, endpoint: str | None = None, *, sender: OtlpSender | None = None) -> None:
         super().__init__("TRACES", encode_spans, endpoint, sender)
@@ -119,6 +119,37 @@ class OtlpLogExporter(_Exporter[ReadableLogRecord], LogRecordExporter):
         return True
 
 
+class OtlpMetricExporter(OTLPMetricExporterMixin, MetricExporter):
+    """A `MetricExporter` for OTLP/HTTP protobuf (OTEL_EXPORTER_OTLP_METRICS_*, `/v1/metrics`),
+    with the SDK's temporality and aggregation preferences
+    (OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE, ..._DEFAULT_HISTOGRAM_AGGREGATION)."""
+
+    def __init__(self, endpoint: str | None = None, *, sender: OtlpSender | None = None) -> None:
+        self._common_configuration()
+        self._exporter = _Exporter[MetricsData]("METRICS", _encode_one, endpoint, sender)
+
+    def export(
+        self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any
+    ) -> MetricExportResult:
+        return (
+            MetricExportResult.SUCCESS
+            if self._exporter._export([metrics_data])
+            else MetricExportResult.FAILURE
+        )
+
+    def shutdown(self, timeout_millis: float = 30_000, **kwargs: Any) -> None:
+        self._exporter._close()
+
+    def force_flush(self, timeout_millis: float = 10_000) -> bool:
+        return True
+
+
+def _encode_one(batch: Sequence[MetricsData]) -> bytes:
+    # One collection per export: the reader hands over all of it at once.
+    [data] = batch
+    return encode_metrics(data)
+
+
 def spans() -> OtlpSpanExporter:
     return OtlpSpanExporter()
 
@@ -127,5 +158,5 @@ def logs() -> OtlpLogExporter:
     return OtlpLogExporter()
 
 
-def metrics() -> OTLPMetricExporter:
-    return OTLPMetricExporter()
+def metrics() -> OtlpMetricExporter:
+    return OtlpMetricExporter()

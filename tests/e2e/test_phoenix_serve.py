@@ -8,7 +8,7 @@ import urllib.error
 import urllib.request
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from opentelemetry.sdk.resources import Resource
@@ -90,15 +90,15 @@ def wait_for_annotations(phoenix: PhoenixServer, project: str, span_id: str) -> 
 
 
 @pytest.mark.parametrize("compression", ["gzip", "deflate", "none"])
-def test_phoenix_reads_the_services_own_encoding_in_each_compression(
-    phoenix: PhoenixServer, compression: str
+def test_phoenix_reads_the_services_export_in_each_compression(
+    phoenix: PhoenixServer, compression: Literal["gzip", "deflate", "none"]
 ) -> None:
     from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from agentscore.telemetry.otlp_encode import encode_spans
-    from agentscore.telemetry.otlp_send import OtlpSender
+    from agentscore._wire.otlp_out import OtlpSender, encode_spans
+    from agentscore._wire.otlp_settings import OtlpSettings
 
     project = f"agentscore-encode-{compression}-{uuid.uuid4().hex[:8]}"
     memory = InMemorySpanExporter()
@@ -110,8 +110,8 @@ def test_phoenix_reads_the_services_own_encoding_in_each_compression(
         with tracer.start_as_current_span("chat judge-llm") as child:
             child.set_attribute("gen_ai.usage.input_tokens", 120)
     spans: list[ReadableSpan] = list(memory.get_finished_spans())
-    sender = OtlpSender(phoenix.otlp_traces_endpoint, headers={}, compression=compression)
-    assert sender.deliver(spans, encode_spans) == []
+    sender = OtlpSender(OtlpSettings(phoenix.otlp_traces_endpoint, compression=compression))
+    assert sender.deliver(spans, encode_spans).done
     seen = phoenix.wait_for_spans(project, lambda found: len(found) == 2)
     by_name = {span["name"]: span for span in seen}
     evaluation = by_name["evaluation faithfulness"]["attributes"]

@@ -1,5 +1,6 @@
-"""The service's OTLP/HTTP sender against real HTTP(S) servers: configuration from the
-standard variables, compression, TLS, and failures that never leak a credential."""
+"""OTLP out (agentscore._wire.otlp_out, over the one HTTP stack) against real HTTP(S) servers:
+configuration from the standard variables, compression, TLS, deadlines, bounded replies,
+batches split and refused in part, and failures that never leak a credential."""
 
 from __future__ import annotations
 
@@ -22,22 +23,31 @@ from pathlib import Path
 import pytest
 import trustme
 
-from agentscore.errors import ConfigurationError
-from agentscore.telemetry.otlp_send import (
-    OtlpSender,
-    OtlpUnanswered,
+from agentscore._wire.otlp_out import OtlpSender, OtlpUnanswered
+from agentscore._wire.otlp_settings import (
+    OtlpSettings,
+    Signal,
     endpoint_configured,
     without_credentials,
 )
+from agentscore.errors import ConfigurationError
 from tests.http_collector import http_collector
 from tests.serve_support import ROOT, free_port
 
 TOKEN = "Bearer s3cr3t-otlp-token-987"
 
 
+def from_env(signal: Signal, env: dict[str, str]) -> OtlpSender:
+    return OtlpSender(OtlpSettings.from_environment(signal, env))
+
+
 def sent(sender: OtlpSender, body: bytes) -> bool:
     """Whether the backend took `body`, sent as one item."""
-    return sender.deliver([body], b"".join) == []
+    return sender.deliver([body], b"".join).done
+
+
+def status_of(sender: OtlpSender, body: bytes) -> int:
+    return sender.post(body)[0]
 
 
 def lower(headers: dict[str, str]) -> dict[str, str]:
@@ -52,7 +62,7 @@ def test_a_signal_endpoint_and_headers_override_the_common_ones() -> None:
             "OTEL_EXPORTER_OTLP_HEADERS": "x-team=common",
             "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "authorization=Bearer%20abc12345,x-team=traces",
         }
-        assert sent(OtlpSender.from_environment("TRACES", env), b"\x0a\x00")
+        assert sent(from_env("TRACES", env), b"\x0a\x00")
     [request] = backend.received
     headers = lower(request.headers)
     assert request.path == "/custom/traces" and request.body == b"\x0a\x00"
@@ -63,9 +73,7 @@ def test_a_signal_endpoint_and_headers_override_the_common_ones() -> None:
 def test_the_common_endpoint_gets_the_signal_path() -> None:
     with http_collector() as backend:
         env = {"OTEL_EXPORTER_OTLP_ENDPOINT": backend.url + "/"}
-        assert sent(OtlpSender.from_environment("TRACES", env), b"t") and sent(
-            OtlpSender.from_environment("LOGS", env), b"l"
-        )
+        assert sent(from_env("TRACES", env), b"t") and sent(from_env("LOGS", env), b"l")
     assert [r.path for r in backend.received] == ["/v1/traces", "/v1/logs"]
     assert endpoint_configured("LOGS", env) and not endpoint_configured("LOGS", {})
 
@@ -81,7 +89,7 @@ def test_compression_as_the_variable_says(compression: str, decode: type[bytes])
             "OTEL_EXPORTER_OTLP_ENDPOINT": backend.url,
             "OTEL_EXPORTER_OTLP_LOGS_COMPRESSION": compression.upper(),
         }
-        assert sent(OtlpSender.from_environment("LOGS", env), payload)
+        assert sent(from_env("LOGS", env), payload)
     [request] = backend.received
     assert decode(request.body) == payload
     encoding = lower(request.headers).get("content-encoding")
@@ -91,7 +99,7 @@ def test_compression_as_the_variable_says(compression: str, decode: type[bytes])
 def test_an_unknown_compression_sends_plain_bytes() -> None:
     with http_collector() as backend:
         env = {"OTEL_EXPORTER_OTLP_ENDPOINT": backend.url, "OTEL_EXPORTER_OTLP_COMPRESSION": "lz4"}
-        assert sent(OtlpSender.from_environment("TRACES", env), b"plain")
+        assert sent(from_env("TRACES", env), b"plain")
     assert backend.received[0].body == b"plain"
 
 
@@ -103,8 +111,8 @@ def test_a_refusal_is_false_and_its_log_line_names_no_credential(
         backend.status = status
         url = backend.url.replace("http://", "http://user:pa55word-xyz@") + "/v1/traces?key=k3y"
         env = {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": url, "OTEL_EXPORTER_OTLP_HEADERS": TOKEN}
-        sender = OtlpSender.from_environment("TRACES", env)
-        assert sender.post(b"x") == status
+        sender = from_env("TRACES", env)
+        assert status_of(sender, b"x") == status
         assert not sent(sender, b"x")
     output = capsys.readouterr()
     text = output.out + output.err
@@ -115,15 +123,15 @@ def test_a_refusal_is_false_and_its_log_line_names_no_credential(
 
 def test_no_answer_is_none_and_false() -> None:
     env = {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{free_port()}"}
-    sender = OtlpSender.from_environment("TRACES", env)
-    with pytest.raises(OtlpUnanswered, match="ConnectionError"):
+    sender = from_env("TRACES", env)
+    with pytest.raises(OtlpUnanswered, match="ConnectError"):
         sender.post(b"x")
     assert not sent(sender, b"x")
 
 
 @pytest.mark.parametrize("url", ["not a url", "http://[::1/v1/traces", "ftp://host/v1/traces"])
 def test_an_endpoint_that_cannot_be_posted_to_is_no_answer(url: str) -> None:
-    sender = OtlpSender.from_environment("TRACES", {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": url})
+    sender = from_env("TRACES", {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": url})
     with pytest.raises(OtlpUnanswered):
         sender.post(b"")
     assert not sent(sender, b"")
@@ -139,7 +147,7 @@ def test_a_backend_that_never_answers_is_given_up_on_at_the_timeout() -> None:
             "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT": "0.5",
             "OTEL_EXPORTER_OTLP_TIMEOUT": "30",
         }
-        sender = OtlpSender.from_environment("TRACES", env)
+        sender = from_env("TRACES", env)
         started = time.monotonic()
         with pytest.raises(OtlpUnanswered, match="Timeout"):
             sender.post(b"x")
@@ -151,7 +159,7 @@ def test_a_backend_that_never_answers_is_given_up_on_at_the_timeout() -> None:
 @pytest.mark.parametrize("raw", ["", "soon", "-1", "0"])
 def test_a_missing_or_unusable_timeout_is_ten_seconds(raw: str) -> None:
     env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9", "OTEL_EXPORTER_OTLP_TIMEOUT": raw}
-    assert OtlpSender.from_environment("TRACES", env).timeout == 10.0
+    assert OtlpSettings.from_environment("TRACES", env).timeout == 10.0
 
 
 @contextmanager
@@ -197,11 +205,11 @@ def test_https_trusts_the_certificate_the_variable_names(tmp_path: Path) -> None
     ca_file = tmp_path / "ca.pem"
     ca.cert_pem.write_to_path(str(ca_file))
     with https_backend(ca) as url:
-        untrusted = OtlpSender.from_environment("TRACES", {"OTEL_EXPORTER_OTLP_ENDPOINT": url})
-        with pytest.raises(OtlpUnanswered, match="SSLError"):
+        untrusted = from_env("TRACES", {"OTEL_EXPORTER_OTLP_ENDPOINT": url})
+        with pytest.raises(OtlpUnanswered, match="ConnectError"):  # the handshake failed
             untrusted.post(b"x")
         env = {"OTEL_EXPORTER_OTLP_ENDPOINT": url, "OTEL_EXPORTER_OTLP_CERTIFICATE": str(ca_file)}
-        assert sent(OtlpSender.from_environment("TRACES", env), b"x")
+        assert sent(from_env("TRACES", env), b"x")
 
 
 def test_mutual_tls_sends_the_client_certificate(tmp_path: Path) -> None:
@@ -214,16 +222,16 @@ def test_mutual_tls_sends_the_client_certificate(tmp_path: Path) -> None:
     with https_backend(server_ca, client_ca=client_ca) as url:
         env = {"OTEL_EXPORTER_OTLP_ENDPOINT": url, "OTEL_EXPORTER_OTLP_CERTIFICATE": str(ca_file)}
         with pytest.raises(OtlpUnanswered):  # no client certificate: refused in the handshake
-            OtlpSender.from_environment("LOGS", env).post(b"x")
+            from_env("LOGS", env).post(b"x")
         env["OTEL_EXPORTER_OTLP_LOGS_CLIENT_CERTIFICATE"] = str(cert_file)
         env["OTEL_EXPORTER_OTLP_LOGS_CLIENT_KEY"] = str(key_file)
-        assert sent(OtlpSender.from_environment("LOGS", env), b"x")
+        assert sent(from_env("LOGS", env), b"x")
 
 
 def test_a_malformed_headers_variable_is_not_logged_whole() -> None:
     script = (
-        "from agentscore.telemetry.otlp_send import OtlpSender\n"
-        "print(OtlpSender.from_environment('TRACES').headers.get('authorization'))\n"
+        "from agentscore._wire.otlp_settings import OtlpSettings\n"
+        "print(OtlpSettings.from_environment('TRACES').headers.get('authorization'))\n"
     )
     env = {
         "PATH": "/usr/bin:/bin",
@@ -246,8 +254,8 @@ def test_a_redirect_is_a_failed_export_and_the_headers_stay_home() -> None:
                 "OTEL_EXPORTER_OTLP_ENDPOINT": url,
                 "OTEL_EXPORTER_OTLP_HEADERS": "x-api-key=k3y-for-the-backend-only",
             }
-            sender = OtlpSender.from_environment("TRACES", env)
-            assert sender.post(b"x") == 307 and not sent(sender, b"x")
+            sender = from_env("TRACES", env)
+            assert status_of(sender, b"x") == 307 and not sent(sender, b"x")
     assert elsewhere.received == []
 
 
@@ -278,11 +286,11 @@ def items(count: int, size: int) -> list[bytes]:
 def test_a_batch_over_the_request_bound_goes_in_parts_each_within_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("agentscore.telemetry.otlp_send.MAX_REQUEST_BYTES", 1000)
+    monkeypatch.setattr("agentscore._wire.otlp_out.MAX_REQUEST_BYTES", 1000)
     batch = items(10, 300)
     with bounded_backend(limit=10**6) as (url, taken):
-        sender = OtlpSender.from_environment("TRACES", {"OTEL_EXPORTER_OTLP_ENDPOINT": url})
-        assert sender.deliver(batch, b"".join) == []
+        sender = from_env("TRACES", {"OTEL_EXPORTER_OTLP_ENDPOINT": url})
+        assert sender.deliver(batch, b"".join).done
     assert all(len(body) <= 1000 for body in taken) and len(taken) > 1
     assert b"".join(taken) == b"".join(batch)  # every item once, in order
 
@@ -290,8 +298,8 @@ def test_a_batch_over_the_request_bound_goes_in_parts_each_within_it(
 def test_a_413_halves_the_request_until_the_backend_takes_it() -> None:
     batch = items(16, 100)
     with bounded_backend(limit=450) as (url, taken):
-        sender = OtlpSender.from_environment("LOGS", {"OTEL_EXPORTER_OTLP_ENDPOINT": url})
-        assert sender.deliver(batch, b"".join) == []
+        sender = from_env("LOGS", {"OTEL_EXPORTER_OTLP_ENDPOINT": url})
+        assert sender.deliver(batch, b"".join).done
     assert [len(body) for body in taken] == [400] * 4
     assert b"".join(taken) == b"".join(batch)
 
@@ -301,8 +309,8 @@ def test_one_item_too_large_for_the_backend_is_logged_and_left_out_not_retried_f
 ) -> None:
     batch = [b"a" * 100, b"b" * 5000, b"c" * 100]
     with bounded_backend(limit=1000) as (url, taken):
-        sender = OtlpSender.from_environment("TRACES", {"OTEL_EXPORTER_OTLP_ENDPOINT": url})
-        assert sender.deliver(batch, b"".join) == []
+        sender = from_env("TRACES", {"OTEL_EXPORTER_OTLP_ENDPOINT": url})
+        assert sender.deliver(batch, b"".join).done
     assert taken == [b"a" * 100, b"c" * 100]
     assert "otlp_export_item_too_large" in capsys.readouterr().out
 
@@ -310,15 +318,15 @@ def test_one_item_too_large_for_the_backend_is_logged_and_left_out_not_retried_f
 def test_when_the_backend_fails_midway_only_what_it_did_not_take_comes_back(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("agentscore.telemetry.otlp_send.MAX_REQUEST_BYTES", 1000)
+    monkeypatch.setattr("agentscore._wire.otlp_out.MAX_REQUEST_BYTES", 1000)
     batch = items(8, 200)  # 1,600 bytes: two requests of 4 items
     with bounded_backend(limit=10**6, refuse={1}) as (url, taken):
-        sender = OtlpSender.from_environment("TRACES", {"OTEL_EXPORTER_OTLP_ENDPOINT": url})
-        assert sender.deliver(batch, b"".join) == batch[4:]
+        sender = from_env("TRACES", {"OTEL_EXPORTER_OTLP_ENDPOINT": url})
+        assert sender.deliver(batch, b"".join).unsent == batch[4:]
     assert taken == [b"".join(batch[:4])]
     with bounded_backend(limit=10**6, refuse={0}) as (url, taken):
-        sender = OtlpSender.from_environment("TRACES", {"OTEL_EXPORTER_OTLP_ENDPOINT": url})
-        assert sender.deliver(batch, b"".join) == batch  # the second half is not tried
+        sender = from_env("TRACES", {"OTEL_EXPORTER_OTLP_ENDPOINT": url})
+        assert sender.deliver(batch, b"".join).unsent == batch  # the second half is not tried
     assert taken == []
 
 
@@ -331,7 +339,7 @@ def test_the_service_outbox_resends_only_the_spans_the_backend_did_not_take(
 
     from agentscore.serve.export import build_exporters
 
-    monkeypatch.setattr("agentscore.telemetry.otlp_send.MAX_REQUEST_BYTES", 400)
+    monkeypatch.setattr("agentscore._wire.otlp_out.MAX_REQUEST_BYTES", 400)
     with bounded_backend(limit=10**6, refuse={1}) as (url, taken):
         monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", f"{url}/v1/traces")
         exporters = build_exporters(tmp_path / "unused.jsonl")
@@ -369,7 +377,7 @@ def test_a_header_no_request_can_carry_stops_the_start_without_echoing_it(
 ) -> None:
     env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9", variable: value}
     with pytest.raises(ConfigurationError, match=f"{variable}: entry 2") as caught:
-        OtlpSender.from_environment("TRACES", env)
+        from_env("TRACES", env)
     assert "s3cr3t" not in str(caught.value)
     # The service refuses to start (exit 2) rather than fail every export, degraded.
     done = subprocess.run(
@@ -423,9 +431,9 @@ def replying_backend(body: Iterator[bytes]) -> Iterator[tuple[str, set[object]]]
 def test_an_endless_reply_body_is_cut_at_its_bound_and_the_status_stands() -> None:
     endless = itertools.repeat(b"z" * 65536)
     with replying_backend(endless) as (url, _):
-        sender = OtlpSender.from_environment("TRACES", {"OTEL_EXPORTER_OTLP_ENDPOINT": url})
+        sender = from_env("TRACES", {"OTEL_EXPORTER_OTLP_ENDPOINT": url})
         started = time.monotonic()
-        assert sender.post(b"x") == 200
+        assert status_of(sender, b"x") == 200
         assert time.monotonic() - started < 5
 
 
@@ -438,14 +446,14 @@ def test_a_dripping_reply_body_is_given_up_on_at_the_timeout() -> None:
     with replying_backend(drip()) as (url, _):
         env = {"OTEL_EXPORTER_OTLP_ENDPOINT": url, "OTEL_EXPORTER_OTLP_TIMEOUT": "1"}
         started = time.monotonic()
-        assert OtlpSender.from_environment("LOGS", env).post(b"x") == 200
+        assert status_of(from_env("LOGS", env), b"x") == 200  # the status came: it stands
         assert time.monotonic() - started < 4  # every read came within the timeout
 
 
 def test_a_short_reply_body_is_read_away_and_the_connection_kept() -> None:
     with replying_backend(iter([b'{"partialSuccess": {}}'])) as (url, connections):
-        sender = OtlpSender.from_environment("TRACES", {"OTEL_EXPORTER_OTLP_ENDPOINT": url})
-        assert all(sender.post(b"x") == 200 for _ in range(5))
+        sender = from_env("TRACES", {"OTEL_EXPORTER_OTLP_ENDPOINT": url})
+        assert all(status_of(sender, b"x") == 200 for _ in range(5))
     assert len(connections) == 1
 
 
@@ -500,27 +508,27 @@ def test_a_backend_dripping_its_headers_is_given_up_on_at_the_timeout(
             "OTEL_EXPORTER_OTLP_TIMEOUT": "1",
             "OTEL_EXPORTER_OTLP_CERTIFICATE": str(ca_file),
         }
-        sender = OtlpSender.from_environment("TRACES", env)
+        sender = from_env("TRACES", env)
         for _ in range(2):  # and again on a new connection: the cut one is not reused
             started = time.monotonic()
-            with pytest.raises(OtlpUnanswered, match="ReadTimeout"):
+            with pytest.raises(OtlpUnanswered, match="Timeout"):
                 sender.post(b"x")
             assert time.monotonic() - started < 3  # without the deadline: never
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="fork")
 def test_a_forked_child_keeps_the_header_deadline() -> None:
-    """The deadlines' one thread does not survive a fork; the child gets its own."""
+    """The senders' event loop thread does not survive a fork; the child gets its own."""
     with header_dripping_backend() as url:
         env = {"OTEL_EXPORTER_OTLP_ENDPOINT": url, "OTEL_EXPORTER_OTLP_TIMEOUT": "1"}
-        with pytest.raises(OtlpUnanswered):  # the parent's deadline thread is running now
-            OtlpSender.from_environment("TRACES", env).post(b"x")
+        with pytest.raises(OtlpUnanswered):  # the parent's loop thread is running now
+            from_env("TRACES", env).post(b"x")
         pid = os.fork()
         if pid == 0:
             code = 4
             try:
                 started = time.monotonic()
-                OtlpSender.from_environment("TRACES", env).post(b"x")
+                from_env("TRACES", env).post(b"x")
                 code = 3
             except OtlpUnanswered:
                 code = 0 if time.monotonic() - started < 3 else 2
@@ -534,3 +542,58 @@ def test_a_forked_child_keeps_the_header_deadline() -> None:
             os.waitpid(pid, 0)
             pytest.fail("the forked child waited on the dripping headers past its deadline")
         assert os.waitstatus_to_exitcode(done[1]) == 0
+
+
+@pytest.mark.parametrize(("status", "retry_after"), [(429, "7"), (503, "2.5"), (503, None)])
+def test_a_busy_backends_retry_after_comes_back_with_what_it_did_not_take(
+    status: int, retry_after: str | None
+) -> None:
+    headers = {"Retry-After": retry_after} if retry_after is not None else {}
+    with backend(lambda body: (status, headers)) as url:
+        delivery = from_env("TRACES", {"OTEL_EXPORTER_OTLP_ENDPOINT": url}).deliver(
+            [b"a", b"b"], b"".join
+        )
+    assert delivery.unsent == [b"a", b"b"]
+    assert delivery.retry_after == (float(retry_after) if retry_after else None)
+
+
+@pytest.mark.parametrize("value", ["Wed, 21 Oct 2015 07:28:00 GMT", "-1", "3600", "soon"])
+def test_a_retry_after_that_is_no_short_wait_is_left_to_the_callers_backoff(value: str) -> None:
+    with backend(lambda body: (503, {"Retry-After": value})) as url:
+        delivery = from_env("TRACES", {"OTEL_EXPORTER_OTLP_ENDPOINT": url}).deliver(
+            [b"a"], b"".join
+        )
+    assert delivery.unsent == [b"a"] and delivery.retry_after is None
+
+
+def test_a_closed_sender_posts_nothing() -> None:
+    with http_collector() as collector:
+        sender = from_env("TRACES", {"OTEL_EXPORTER_OTLP_ENDPOINT": collector.url})
+        assert sent(sender, b"x")
+        sender.close()
+        with pytest.raises(OtlpUnanswered):
+            sender.post(b"y")
+    assert [r.body for r in collector.received] == [b"x"]
+
+
+def test_a_certificate_file_that_cannot_be_read_stops_the_start(tmp_path: Path) -> None:
+    env = {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": "https://127.0.0.1:9",
+        "OTEL_EXPORTER_OTLP_CERTIFICATE": str(tmp_path / "missing.pem"),
+    }
+    with pytest.raises(ConfigurationError, match="OTEL_EXPORTER_OTLP_CERTIFICATE"):
+        from_env("TRACES", env)
+
+
+def test_the_service_waits_as_long_as_a_busy_backend_asks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentscore.serve.export import build_exporters
+
+    with backend(lambda body: (429, {"Retry-After": "7"})) as url:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", f"{url}/v1/traces")
+        exporters = build_exporters(tmp_path / "unused.jsonl")
+        exporters.tracer_provider.get_tracer("test").start_span("evaluation").end()
+        assert not exporters.export()
+        assert exporters.retry_after == 7.0  # the worker's next export waits that long
+        exporters.shutdown()

@@ -1,12 +1,14 @@
-"""OTLP/HTTP trace requests (protobuf or JSON, optionally gzip) decoded into `SpanRecord`s."""
+"""OTLP in: trace export requests (OTLP/HTTP protobuf or JSON, optionally gzip or deflate)
+decoded by OpenTelemetry's own messages (`opentelemetry-proto`) into the caller's span
+records. Read by `agentscore serve` (HTTP and gRPC ingest) and `agentscore eval --traces`."""
 
 from __future__ import annotations
 
 import base64
 import json
 import zlib
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Mapping
+from typing import Any, Protocol, TypeVar
 
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError
@@ -17,9 +19,15 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
 from agentscore.errors import AgentScoreError
-from agentscore.spans.records import SpanRecord
 
-__all__ = ["OtlpDecodeError", "decode_traces", "success_response"]
+__all__ = [
+    "JSON",
+    "PROTOBUF",
+    "OtlpDecodeError",
+    "SpanFactory",
+    "decode_traces",
+    "success_response",
+]
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
@@ -29,14 +37,40 @@ _IS_REMOTE = 0x200
 _ID_FIELDS = ("traceId", "spanId", "parentSpanId", "trace_id", "span_id", "parent_span_id")
 
 
+_Record = TypeVar("_Record", covariant=True)
+
+
+class SpanFactory(Protocol[_Record]):
+    """Makes the caller's record of one span (`agentscore.spans.SpanRecord` has this shape)."""
+
+    def __call__(
+        self,
+        *,
+        trace_id: int,
+        span_id: int,
+        parent_span_id: int | None,
+        name: str,
+        attributes: Mapping[str, Any],
+        end_time: int,
+        parent_is_remote: bool,
+        scope: str,
+    ) -> _Record: ...
+
+
 class OtlpDecodeError(AgentScoreError, ValueError):
     """The request body is not an OTLP trace export this service can read (answered 400)."""
 
 
 def decode_traces(
-    body: bytes, content_type: str, content_encoding: str = "", *, max_size: int
-) -> list[SpanRecord]:
-    """Every span of an `ExportTraceServiceRequest` body, in the order it was sent."""
+    body: bytes,
+    content_type: str,
+    content_encoding: str = "",
+    *,
+    max_size: int,
+    into: SpanFactory[_Record],
+) -> list[_Record]:
+    """Every span of an `ExportTraceServiceRequest` body, in the order it was sent, made by
+    `into`."""
     raw = _decompress(body, content_encoding.strip().lower(), max_size)
     media = content_type.split(";")[0].strip().lower()
     if media not in (PROTOBUF, JSON):
@@ -47,7 +81,7 @@ def decode_traces(
             request.ParseFromString(raw)
         else:
             json_format.ParseDict(_hex_ids_to_base64(json.loads(raw)), request, True)
-        return list(_records(request))
+        return list(_records(request, into))
     except (DecodeError, json_format.ParseError, ValueError, TypeError, RecursionError) as exc:
         # A 400, not a 503: retrying a body that cannot be read would never end.
         raise OtlpDecodeError(f"unreadable OTLP {media} body: {type(exc).__name__}") from exc
@@ -92,13 +126,13 @@ def _hex_ids_to_base64(value: Any) -> Any:
     return converted
 
 
-def _records(request: ExportTraceServiceRequest) -> Iterator[SpanRecord]:
+def _records(request: ExportTraceServiceRequest, into: SpanFactory[_Record]) -> Iterator[_Record]:
     for resource_spans in request.resource_spans:
         for scope_spans in resource_spans.scope_spans:
             scope = scope_spans.scope.name
             for span in scope_spans.spans:
                 parent = int.from_bytes(span.parent_span_id, "big") if span.parent_span_id else 0
-                yield SpanRecord(
+                yield into(
                     trace_id=int.from_bytes(span.trace_id, "big"),
                     span_id=int.from_bytes(span.span_id, "big"),
                     parent_span_id=parent or None,
