@@ -94,7 +94,7 @@ def found_context(run: ScorerRun) -> list[str]:
     What the built-in scorers judge against when given no `context` or `get_context`.
 
     Read once per run: every scorer of a run asks, and a tool result is parsed and written
-    again as one JSON chunk (19 ms a scorer at 1 MB). The runs found lately are kept by
+    again as one JSON chunk, which is slow for a large result. The runs found lately are kept by
     content (their tool messages and documents; a run's copy in another job is the same
     key), within a bound on entries and characters."""
     key = (

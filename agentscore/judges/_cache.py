@@ -14,7 +14,7 @@ from agentscore._options import check_number
 
 __all__ = ["DEFAULT_MAX_BYTES", "ResponseCache", "cache_key"]
 
-# 2048 typical replies take about 4 MB; the byte bound stops a few huge ones from taking more.
+# The byte bound stops a few huge replies from taking the room of thousands of typical ones.
 DEFAULT_MAX_BYTES = 16 * 2**20
 
 

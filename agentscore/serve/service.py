@@ -213,12 +213,12 @@ def run_service(options: ServeOptions) -> int:
     )
     # What start-up left (the SDK's types, the scorers, the app: ~90,000 objects) lives as
     # long as the process; out of the collector's sight, a full collection walks only what
-    # scoring made since (GC time over 4,000 scores: 760-910 ms -> 460-500 ms).
+    # scoring made since.
     gc.collect()
     gc.freeze()
     # A score allocates thousands of short-lived containers; at the default 700 the young
-    # generation was collected every fourth score (GC time over 4,000 scores: 0.38 s at the
-    # default, 0.13 s at 10,000). Cycles wait a little longer to be freed; nothing else does.
+    # generation was collected every few scores (docs/benchmarks.md has the GC time saved).
+    # Cycles wait a little longer to be freed; nothing else does.
     gc.set_threshold(10_000, 10, 10)
     # In the background: a judge that is down at start may be up a minute later, and the
     # queue keeps the work until then, so the service starts whatever the check finds.

@@ -51,7 +51,7 @@ class ServiceStats:
             return lambda _options: [Observation(read())]
 
         # Read when metrics are collected, not recorded per event: a synchronous counter's
-        # `add` costs the scoring thread about 4 µs, and a score made three of them.
+        # `add` would cost the scoring thread CPU on every score, several times a score.
         for name in COUNTERS:
             meter.create_observable_counter(
                 f"agentscore.serve.{name}", [observe(partial(self._count, name))]
