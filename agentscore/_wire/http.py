@@ -203,8 +203,8 @@ async def _bound_body(response: Any, *, max_body: int) -> None:
                 f"a reply in a content encoding not asked for ({encoding[:40]!r}) from {where}"
             )
         decoder = zlib.decompressobj(wbits)
-        # Decoded by the stream below: the library must not decode it a second time, nor
-        # hold the decoded body to the compressed length.
+        # Decoded by the stream below, so the library must not decode it again; the
+        # Content-Length (the compressed size) no longer describes the body that is read.
         del headers["content-encoding"]
         headers.pop("content-length", None)
     length = headers.get("content-length", "")
