@@ -47,7 +47,6 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/wakeup.py --load 2
 	$(BIN)/python benchmarks/context_cost.py
 	$(BIN)/python benchmarks/eval_ci.py
-	$(BIN)/python benchmarks/judge_transport.py
 	$(BIN)/python benchmarks/serve_parts.py
 	$(BIN)/python benchmarks/scale_out.py
 

@@ -57,8 +57,8 @@ _RETRY = (grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.UNAVAILABLE)
 _CATEGORIES = (
     ("judge: local judge (claims, alignment)", ("agentscore/judges/local", "grounding")),
     (
-        "judge: HTTP request and reply (own client or SDK)",
-        ("judges/_http.py", "judges/_transport.py", "openai/", "httpx", "httpcore"),
+        "judge: HTTP request and reply (the SDK on httpx)",
+        ("judges/_chat.py", "_wire/http.py", "openai/", "httpx", "httpcore"),
     ),
     ("scorer steps, prompts, results", ("agentscore/scorers/", "agentscore/result")),
     ("export of evaluations (OTLP/HTTP)", ("serve/export.py", "exporter/otlp")),

@@ -31,8 +31,9 @@ GOOD = chat_completion(verify_reply(PYTHON))
 
 @pytest.fixture(params=["sdk", "http"])
 def transport(request: pytest.FixtureRequest) -> str:
-    """Each fault on both paths a request takes: through the SDK (a client the user passed
-    in) and through the judge's own HTTP client (a judge configured by URL), over sockets."""
+    """Each fault through both clients a judge sends with: one the user passed in (an SDK
+    client on a mock transport) and the judge's own (the SDK on agentscore's HTTP client, a
+    judge configured by URL), over sockets."""
     return str(request.param)
 
 

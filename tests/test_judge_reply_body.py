@@ -7,13 +7,10 @@ import json
 from typing import Any
 
 import httpx
-import httpx2
-import openai
 import pytest
 from openai import AsyncOpenAI
 
-from agentscore.judges import _completion
-from agentscore.judges._completion import BadBody, read_chat_reply
+from agentscore.judges._chat import BadBody, read_chat_reply
 from agentscore.judges.openai import OpenAIJudge
 from agentscore.result import ScoreStatus
 from agentscore.run import ScorerRun
@@ -89,16 +86,6 @@ async def test_a_users_legacy_httpx_client_is_used_and_read(otel: Otel) -> None:
     [chat] = [s for s in otel.spans.get_finished_spans() if s.name.startswith("chat")]
     assert chat.attributes is not None
     assert chat.attributes[semconv.USAGE_INPUT_TOKENS] == 100
-
-
-def test_the_raw_reply_is_asked_for_in_the_http_library_the_installed_sdk_speaks(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # openai 3 speaks httpx2; 1.x and 2.x (which `openai>=1.66` allows) speak httpx.
-    monkeypatch.setattr(openai, "__version__", "3.54.0")
-    assert _completion._sdk_response() is httpx2.Response
-    monkeypatch.setattr(openai, "__version__", "2.8.1")
-    assert _completion._sdk_response() is httpx.Response
 
 
 @pytest.mark.anyio

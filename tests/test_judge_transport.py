@@ -1,8 +1,7 @@
-"""Which path a judge's request takes, and that both say the same to the endpoint.
-
-A judge configured by URL (or by the SDK's environment) sends through its own HTTP client;
-a client the user passes in, or a proxy in the environment, keeps the SDK. Against a real
-HTTP server on 127.0.0.1 (tests/chat_server.py); the fault matrix of both paths is in
+"""How a judge's request reaches the endpoint: always through the openai SDK; a judge
+configured by URL (or by the SDK's environment) gives it agentscore's HTTP client (no
+redirect followed, deadlines, a bounded body), a client the user passes in is used as it is.
+Against real HTTP servers on 127.0.0.1; the fault matrix of both is in
 tests/test_judge_faults.py.
 """
 
@@ -10,22 +9,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gzip
 import json
 import os
 import socket
 import ssl
 import sys
 import threading
+from collections.abc import Callable
 
 import pytest
 from openai import AsyncOpenAI
 
+from agentscore._wire.http import http_module
 from agentscore.judges import OpenAIJudge
-from agentscore.judges._transport import direct_or_sdk
 from agentscore.run import ScorerRun
 from agentscore.scorers import ScoreStatus, create_faithfulness_scorer
 from tests.chat_server import Answer, Request, chat_server, judge_reply
 from tests.raw_http import RawReply, raw_http_server
+from tests.raw_tcp import Conn, reply, tcp_server
 from tests.seeds import PYTHON, verify_reply
 
 pytestmark = pytest.mark.anyio
@@ -38,7 +40,7 @@ def good(_: Request) -> Answer:
     return judge_reply(verify_reply(PYTHON))
 
 
-async def test_a_judge_configured_by_url_sends_the_sdks_headers_through_its_own_client(
+async def test_a_judge_configured_by_url_sends_the_sdks_headers_through_agentscores_client(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("OPENAI_ORG_ID", "org-test")
@@ -54,24 +56,26 @@ async def test_a_judge_configured_by_url_sends_the_sdks_headers_through_its_own_
     assert headers["openai-project"] == "proj-test"
     assert headers["user-agent"].startswith("AsyncOpenAI/Python")
     assert headers["content-type"] == "application/json"
-    assert headers["accept-encoding"] == "identity"  # this client's; the SDK asks for gzip
+    assert headers["accept-encoding"] == "gzip, deflate"  # those decoded under the bound
     body = server.requests[0].body
     assert body["model"] == "judge-model"
     assert body["response_format"]["type"] == "json_schema"
     assert len(server.requests) == 3
 
 
-async def test_a_client_the_user_passes_keeps_the_sdk() -> None:
+async def test_a_client_the_user_passes_is_used_as_it_is() -> None:
     with chat_server(good) as server:
-        client = AsyncOpenAI(api_key=KEY, base_url=server.base_url, max_retries=0)
+        mine = http_module().AsyncClient(headers={"X-Mine": "yes"})
+        client = AsyncOpenAI(api_key=KEY, base_url=server.base_url, http_client=mine)
         judge = OpenAIJudge("judge-model", client=client)
         result = await create_faithfulness_scorer(judge, context=PYTHON.context).run(RUN)
+        assert not client.is_closed()  # the user's to close
         await client.close()
     assert result.score == 0.5
-    assert "gzip" in server.requests[0].headers["accept-encoding"]
+    assert server.requests[0].headers["x-mine"] == "yes"
 
 
-async def test_a_proxy_in_the_environment_is_honoured_through_the_sdk(
+async def test_a_proxy_in_the_environment_is_honoured(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # The "proxy" is the chat server itself: a request reaches it only through the proxy,
@@ -128,8 +132,6 @@ async def test_a_redirect_is_not_followed_and_is_named_without_its_credentials()
 
 
 async def test_a_base_url_with_a_space_is_sent_encoded_as_the_sdk_encodes_it() -> None:
-    # The SDK resolves the URL (percent-encoding it) before this client sees it; what it
-    # could not encode would not reach the request line (tests/test_judge_http.py).
     with raw_http_server(
         [RawReply(json.dumps(judge_reply(verify_reply(PYTHON)).payload).encode())]
     ) as server:
@@ -137,12 +139,9 @@ async def test_a_base_url_with_a_space_is_sent_encoded_as_the_sdk_encodes_it() -
         result = await create_faithfulness_scorer(judge, context=PYTHON.context).run(RUN)
     assert result.score == 0.5
     assert server.paths == ["/v1/a%20b/chat/completions"]
-    assert server.headers[0]["Accept-Encoding"] == "identity"
 
 
-async def test_https_uses_the_trust_store_the_sdk_uses() -> None:
-    # A server whose certificate no public store trusts: refused by certificate
-    # verification (not by a context that cannot be used with anyio's TLS).
+async def test_https_refuses_a_certificate_no_trusted_store_vouches_for() -> None:
     trustme = pytest.importorskip("trustme")
     ca = trustme.CA()
     server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
@@ -164,36 +163,6 @@ async def test_https_uses_the_trust_store_the_sdk_uses() -> None:
         thread.join(5)
     assert result.error is not None and result.error.type == "JudgeConnectionError"
     assert "CERTIFICATE_VERIFY_FAILED" in result.error.message
-
-
-@pytest.mark.parametrize(
-    ("base_url", "environment", "path"),
-    [
-        ("http://127.0.0.1:9/v1", {}, "own"),
-        ("https://api.example/v1", {}, "own"),
-        ("https://api.example/v1", {"HTTPS_PROXY": "http://proxy.example:3128"}, "sdk"),
-        ("https://api.example/v1", {"ALL_PROXY": "http://proxy.example:3128"}, "sdk"),
-        (
-            "https://api.example/v1",
-            {"HTTPS_PROXY": "http://proxy.example:3128", "NO_PROXY": "api.example"},
-            "own",
-        ),
-        ("http://127.0.0.1:9/v1", {"HTTPS_PROXY": "http://proxy.example:3128"}, "own"),
-        ("https://user:secret@api.example/v1", {}, "sdk"),
-    ],
-)
-def test_which_path_a_judges_own_client_takes(
-    monkeypatch: pytest.MonkeyPatch, base_url: str, environment: dict[str, str], path: str
-) -> None:
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
-        monkeypatch.delenv(name, raising=False)
-        monkeypatch.delenv(name.lower(), raising=False)
-    for name, value in environment.items():
-        monkeypatch.setenv(name, value)
-    client = AsyncOpenAI(api_key=KEY, base_url=base_url)
-    transport = direct_or_sdk(client, timeout=5.0, max_reply_chars=65_536)
-    assert type(transport).__name__ == ("_DirectTransport" if path == "own" else "_SdkTransport")
-    assert transport.base_url == str(client.base_url)
 
 
 @pytest.mark.parametrize("status", [200, 400, 503])
@@ -248,3 +217,55 @@ def test_a_forked_child_judges_on_its_own_connections_and_the_parent_keeps_its_o
         finally:
             loop.close()
     assert len(server.requests) == 3
+
+
+# --- the bounds of agentscore's client, as a judge's results show them -----------------------
+
+
+def answering(data: bytes) -> Callable[[Conn], None]:
+    def handler(conn: Conn) -> None:
+        conn.read_request()
+        conn.sock.sendall(data)
+        conn.wait_for_the_client_to_close()
+
+    return handler
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        reply(gzip.compress(b" " * (8 << 20)), headers=("Content-Encoding: gzip",)),
+        b"HTTP/1.1 200 OK\r\nContent-Length: 1000000000\r\n\r\n" + b"x" * 1000,
+    ],
+    ids=["gzip-bomb", "content-length"],
+)
+async def test_a_reply_body_over_the_bound_fails_typed(data: bytes) -> None:
+    with tcp_server(answering(data)) as server:
+        judge = OpenAIJudge("judge-model", base_url=server.url, api_key=KEY, max_retries=2)
+        result = await create_faithfulness_scorer(judge, context=PYTHON.context).run(RUN)
+    assert result.error is not None and result.error.type == "JudgeReplyTooLargeError"
+    assert result.error.message.startswith(
+        "the judge's reply is too large: a reply body over 4,194,304 bytes from http://127.0.0.1:"
+    )
+    assert len(server.requests) == 1  # not retried: a runaway is not transient
+
+
+def drip_forever(conn: Conn) -> None:
+    conn.read_request()
+    conn.sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n")
+    try:
+        while not conn.stopping.wait(0.05):  # each read gets a byte in time: only the whole
+            conn.sock.sendall(b"b")  # request's deadline ends it
+    except OSError:
+        conn.closed_by_client.set()
+
+
+async def test_timeout_bounds_the_whole_request_not_each_read() -> None:
+    with tcp_server(drip_forever) as server:
+        judge = OpenAIJudge("m", base_url=server.url, api_key=KEY, max_retries=0, timeout=0.5)
+        result = await create_faithfulness_scorer(judge, context=PYTHON.context).run(RUN)
+        assert server.conns[0].closed_by_client.wait(5)  # gave up and hung up
+    assert result.error is not None and result.error.type == "JudgeTimeoutError"
+    assert result.error.message == (
+        f"judge request timed out: no reply within 0.5 s from {server.url.removesuffix('/v1')}"
+    )

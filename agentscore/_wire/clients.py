@@ -1,4 +1,4 @@
-"""One client per event loop: an `AsyncOpenAI`, or a judge's transport.
+"""One client per event loop: an `AsyncOpenAI`, or an HTTP client of `agentscore._wire.http`.
 
 The SDK's HTTP connection pool belongs to the loop that opened it; reusing it from another
 loop fails ("Event loop is closed", or hangs). Agents and judges are called from the

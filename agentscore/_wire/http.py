@@ -9,14 +9,18 @@ judge's requests and everyone else's share one implementation and one policy:
   `Location` names, and a POST that was redirected has stored nothing where it was sent.
 - deadlines on every phase: connect, each read, each write, a pooled connection; `post`
   also bounds the whole exchange, headers and body together.
-- a reply body is read up to a byte bound, never whole into memory on a server's say-so.
+- a reply body is read up to a byte bound, never whole into memory on a server's say-so:
+  `post` bounds what it reads, and a client made with `max_body` bounds every reply it reads
+  (for a caller that reads through another library, the openai SDK), decoded: a few
+  kilobytes of gzip can decode to gigabytes.
 - an error's message is redacted of every secret the process knows before anyone reads it.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+import zlib
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -32,6 +36,7 @@ __all__ = [
     "HttpReply",
     "async_client",
     "http_module",
+    "origin",
     "post",
     "sync_client",
 ]
@@ -102,14 +107,26 @@ def async_client(
     headers: Mapping[str, str] | None = None,
     verify: Any = True,
     transport: Any = None,
+    max_body: int | None = None,
 ) -> Any:
-    """An async client with the policy: no redirect followed, every phase bounded."""
+    """An async client with the policy: no redirect followed, every phase bounded. With
+    `max_body`, every reply body it reads, decoded, fails past that many bytes
+    (`HttpFailure`, `too_large`), however it is read."""
+    sent = dict(headers or {})
+    hooks: dict[str, list[Any]] = {}
+    if max_body is not None:
+        if not any(name.lower() == "accept-encoding" for name in sent):
+            # Only the encodings decoded here, under the bound (the library would also ask
+            # for br or zstd when their packages are installed, and decode those unbounded).
+            sent["Accept-Encoding"] = "gzip, deflate"
+        hooks["response"] = [functools.partial(_bound_body, max_body=max_body)]
     return http_module().AsyncClient(
-        headers=dict(headers or {}),
+        headers=sent,
         timeout=deadlines.timeout(),
         follow_redirects=False,
         verify=verify,
         transport=transport,
+        event_hooks=hooks,
     )
 
 
@@ -155,28 +172,26 @@ async def post(
                     body += chunk
                     if len(body) > max_body:
                         raise HttpFailure(
-                            f"the reply from {_origin(url)} is over {max_body} bytes",
+                            f"the reply from {origin(url)} is over {max_body} bytes",
                             too_large=True,
                             status=status,
                         )
                 return HttpReply(reply.status_code, dict(reply.headers), bytes(body))
     except TimeoutError as exc:
         raise HttpFailure(
-            f"no reply from {_origin(url)} within {deadlines.total:g} s",
+            f"no reply from {origin(url)} within {deadlines.total:g} s",
             timed_out=True,
             status=status,
         ) from exc
     except httpx.TimeoutException as exc:
         raise HttpFailure(
-            f"{type(exc).__name__} from {_origin(url)}", timed_out=True, status=status
+            f"{type(exc).__name__} from {origin(url)}", timed_out=True, status=status
         ) from exc
     except httpx.HTTPError as exc:
-        raise HttpFailure(
-            f"{type(exc).__name__} from {_origin(url)}: {exc}", status=status
-        ) from exc
+        raise HttpFailure(f"{type(exc).__name__} from {origin(url)}: {exc}", status=status) from exc
 
 
-def _origin(url: str) -> str:
+def origin(url: str) -> str:
     """Scheme, host and port only: a URL's path or query may carry a token."""
     try:
         parsed = http_module().URL(url)
@@ -184,3 +199,92 @@ def _origin(url: str) -> str:
         return "(an unreadable URL)"
     port = f":{parsed.port}" if parsed.port else ""
     return f"{parsed.scheme}://{parsed.host}{port}"
+
+
+# zlib's window bits: 47 reads a gzip or a zlib header, 15 a zlib one.
+_DECODED_HERE = {"gzip": 47, "x-gzip": 47, "deflate": 15}
+
+
+async def _bound_body(response: Any, *, max_body: int) -> None:
+    """A response hook: before anyone reads the body, its stream is replaced by one that
+    decodes it (gzip, deflate) and fails past `max_body` bytes. A Content-Length over the
+    bound is refused unread."""
+    where = origin(str(response.request.url))
+    headers = response.headers
+    encoding = headers.get("content-encoding", "identity").strip().lower()
+    decoder = None
+    if encoding not in ("", "identity"):
+        wbits = _DECODED_HERE.get(encoding)
+        if wbits is None:
+            raise HttpFailure(
+                f"a reply in a content encoding not asked for ({encoding[:40]!r}) from {where}"
+            )
+        decoder = zlib.decompressobj(wbits)
+        # Decoded by the stream below, so the library must not decode it again; the
+        # Content-Length (the compressed size) no longer describes the body that is read.
+        del headers["content-encoding"]
+        headers.pop("content-length", None)
+    length = headers.get("content-length", "")
+    if length.isascii() and length.isdigit() and int(length) > max_body:
+        raise _too_large(max_body, where)
+    response.stream = _BoundedBody(response.stream, max_body, decoder, encoding, where)
+
+
+def _too_large(max_body: int, where: str) -> HttpFailure:
+    return HttpFailure(f"a reply body over {max_body:,} bytes from {where}", too_large=True)
+
+
+class _BoundedBody(http_module().AsyncByteStream):  # type: ignore[misc]
+    def __init__(self, stream: Any, max_body: int, decoder: Any, encoding: str, where: str) -> None:
+        self._stream = stream
+        self._max_body = max_body
+        self._decoder = decoder
+        self._encoding = encoding
+        self._where = where
+
+    @property
+    def elapsed(self) -> Any:  # what a response reports as its `elapsed`
+        return getattr(self._stream, "elapsed", None)
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        size = 0
+        fed = False
+        chunks = self._stream.__aiter__()
+        try:
+            async for raw in chunks:
+                fed = fed or bool(raw)
+                # One byte past the bound is enough to know it is passed.
+                chunk = self._decode(raw, self._max_body - size + 1)
+                size += len(chunk)
+                if size > self._max_body:
+                    raise _too_large(self._max_body, self._where)
+                if chunk:
+                    yield chunk
+        finally:
+            if isinstance(chunks, AsyncGenerator):
+                await chunks.aclose()
+        if self._decoder is not None and fed:  # an empty body is empty in any encoding
+            rest = self._decoder.flush()
+            if size + len(rest) > self._max_body:
+                raise _too_large(self._max_body, self._where)
+            if not self._decoder.eof:  # cut short: what decoded is part of a body, not one
+                raise HttpFailure(
+                    f"a {self._encoding} body that ends before its compressed stream does, "
+                    f"from {self._where}"
+                )
+            if rest:
+                yield rest
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+    def _decode(self, raw: bytes, limit: int) -> bytes:
+        if self._decoder is None:
+            return raw
+        try:
+            decoded: bytes = self._decoder.decompress(raw, limit)
+        except zlib.error as exc:
+            raise HttpFailure(
+                f"a {self._encoding} body that does not decode ({exc}), from {self._where}"
+            ) from None
+        return decoded

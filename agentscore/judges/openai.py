@@ -31,14 +31,8 @@ from agentscore.errors import (
     JudgeTimeoutError,
 )
 from agentscore.judges._cache import ResponseCache, cache_key
-from agentscore.judges._completion import BadBody, ChatReply
+from agentscore.judges._chat import BadBody, ChatFailure, ChatReply, own_client, send_chat
 from agentscore.judges._structured import parse_reply, strict_schema
-from agentscore.judges._transport import (
-    ChatFailure,
-    ChatTransport,
-    direct_or_sdk,
-    sdk_transport,
-)
 from agentscore.judges.base import JudgeReply, JudgeRequest, JudgeUsage
 from agentscore.judges.requests import before_request
 from agentscore.telemetry.core import current_telemetry
@@ -105,16 +99,19 @@ class OpenAIJudge:
         register_secret(api_key)
         register_secret(client.api_key if client is not None else None)
         self._temperature = temperature
-        self._client: LoopLocalClient[ChatTransport] = LoopLocalClient(
-            lambda: direct_or_sdk(
-                AsyncOpenAI(
-                    api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
-                ),
+        self._client: LoopLocalClient[AsyncOpenAI] = LoopLocalClient(
+            lambda: own_client(
+                api_key=api_key,
+                base_url=base_url,
                 timeout=timeout,
+                max_retries=max_retries,
                 max_reply_chars=max_reply_chars,
             ),
-            shared=None if client is None else sdk_transport(client),
+            shared=client,
         )
+        # A request's whole deadline, on the judge's own client; a client passed in keeps
+        # its own timeouts.
+        self._deadline = timeout if client is None else None
         self._cache = (cache if cache is not None else ResponseCache()) if use_cache else None
         self._in_flight: dict[str, tuple[object, anyio.Event]] = {}
         self.output_mode: OutputMode = output_mode
@@ -274,13 +271,15 @@ class OpenAIJudge:
             if telemetry.capture_content and span.is_recording():
                 span.set_attribute(INPUT_MESSAGES, messages_attribute(coerce_messages(sent)))
             try:
-                response = await self._client.get().post(
+                response = await send_chat(
+                    self._client.get(),
                     {
                         "model": self._model,
                         "messages": sent,
                         "temperature": self._temperature,
                         **self._format_kwargs(output_type, schema),
-                    }
+                    },
+                    deadline=self._deadline,
                 )
             except BadBody as exc:  # a cut body, a proxy's error page, JSON of another shape
                 raise self._bad_body(str(exc)) from None

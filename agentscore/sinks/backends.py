@@ -1,8 +1,10 @@
 """Score sinks for backends with a first-class score API: Phoenix annotations, Langfuse scores.
 
 Off by default: add one to a runner (`runner.add_sink(PhoenixAnnotations())`) or pass it as
-`on_score`. Each posts from a worker thread, so the background loop keeps scoring; a failure
-is logged (status and error type, never the key) and never raised.
+`on_score`. Each posts through `agentscore._wire.http` (one client per event loop, every phase
+within `timeout`, no redirect followed: a 3xx would take the key to the origin it names, and
+a redirected POST stored nothing); a failure or a status other than 2xx is logged (status or
+error type, never the key) and never raised.
 
 One content switch governs every exporter: the `capture_content` of the `Telemetry` whose
 evaluation is delivered (the agent's), or of the `telemetry=` given here. Off, the
@@ -15,13 +17,14 @@ from __future__ import annotations
 import base64
 import json
 import os
-import urllib.error
-import urllib.request
 from typing import Any
+from urllib.parse import urlsplit
 
-import anyio.to_thread
 import structlog
 
+from agentscore._redact import register_secret
+from agentscore._wire.clients import LoopLocalClient
+from agentscore._wire.http import Deadlines, HttpFailure, async_client, origin, post
 from agentscore.result import ScoreResult
 from agentscore.sinks.roots import RootSpans
 from agentscore.telemetry.core import Telemetry, current_telemetry
@@ -35,6 +38,8 @@ from agentscore.telemetry.evaluations import (
 __all__ = ["LangfuseScores", "PhoenixAnnotations"]
 
 _log = structlog.get_logger("agentscore.backends")
+# What a score API answers is a few bytes of JSON; nothing more is read of it.
+_MAX_REPLY_BYTES = 64 * 1024
 
 
 class PhoenixAnnotations:
@@ -56,9 +61,11 @@ class PhoenixAnnotations:
             base_url or os.environ.get("PHOENIX_COLLECTOR_ENDPOINT") or "http://127.0.0.1:6006"
         ).rstrip("/")
         self._api_key = api_key or os.environ.get("PHOENIX_API_KEY")
+        register_secret(self._api_key)
         self.telemetry = telemetry
         self.root_spans = root_spans
         self.timeout = timeout
+        self._clients = LoopLocalClient(lambda: _Client(self.timeout))
 
     def __repr__(self) -> str:
         return f"PhoenixAnnotations({self.base_url!r})"
@@ -101,6 +108,7 @@ class PhoenixAnnotations:
         ]
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
         await _post(
+            self._clients.get(),
             f"{self.base_url}/v1/span_annotations",
             {"data": annotations},
             headers,
@@ -127,8 +135,10 @@ class LangfuseScores:
         ).rstrip("/")
         self._public_key = public_key or os.environ.get("LANGFUSE_PUBLIC_KEY", "")
         self._secret_key = secret_key or os.environ.get("LANGFUSE_SECRET_KEY", "")
+        register_secret(self._secret_key)
         self.telemetry = telemetry
         self.timeout = timeout
+        self._clients = LoopLocalClient(lambda: _Client(self.timeout))
 
     def __repr__(self) -> str:
         return f"LangfuseScores({self.host!r})"
@@ -150,6 +160,7 @@ class LangfuseScores:
         credentials = f"{self._public_key}:{self._secret_key}".encode()
         headers = {"Authorization": "Basic " + base64.b64encode(credentials).decode()}
         await _post(
+            self._clients.get(),
             f"{self.host}/api/public/scores",
             score,
             headers,
@@ -162,22 +173,48 @@ def _capture_content(telemetry: Telemetry | None) -> bool:
     return (telemetry or current_telemetry()).capture_content
 
 
-async def _post(url: str, payload: Any, headers: dict[str, str], timeout: float) -> None:
+class _Client:
+    """The HTTP client of one event loop, closed by `LoopLocalClient` when that loop ends."""
+
+    def __init__(self, timeout: float) -> None:
+        self.http = async_client(_deadlines(timeout), max_body=_MAX_REPLY_BYTES)
+
+    async def close(self) -> None:
+        await self.http.aclose()
+
+
+def _deadlines(timeout: float) -> Deadlines:
+    return Deadlines(connect=timeout, read=timeout, write=timeout, pool=timeout, total=timeout)
+
+
+async def _post(
+    client: _Client, url: str, payload: Any, headers: dict[str, str], timeout: float
+) -> None:
     """POST JSON; failures are logged by status or error type only (headers hold keys)."""
-
-    def send() -> None:
-        request = urllib.request.Request(
-            url,
-            data=json.dumps(payload).encode(),
-            headers={"Content-Type": "application/json", **headers},
-            method="POST",
-        )
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            response.read()
-
     try:
-        await anyio.to_thread.run_sync(send)
-    except urllib.error.HTTPError as exc:
-        _log.warning("score_backend_rejected", url=url, status=exc.code)
-    except (OSError, ValueError) as exc:
-        _log.warning("score_backend_unreachable", url=url, error_type=type(exc).__name__)
+        reply = await post(
+            client.http,
+            url,
+            content=json.dumps(payload).encode(),
+            headers={"Content-Type": "application/json", **headers},
+            deadlines=_deadlines(timeout),
+            max_body=_MAX_REPLY_BYTES,
+        )
+    except HttpFailure as exc:
+        cause = type(exc.__cause__ or exc).__name__
+        _log.warning("score_backend_unreachable", url=_shown(url), error_type=cause)
+        return
+    except Exception as exc:  # a URL the HTTP library refuses: logged, never raised
+        _log.warning("score_backend_unreachable", url=_shown(url), error_type=type(exc).__name__)
+        return
+    if not reply.ok:  # a 3xx included: it is not followed
+        _log.warning("score_backend_rejected", url=_shown(url), status=reply.status)
+
+
+def _shown(url: str) -> str:
+    """The endpoint without what may carry a credential (user info, query)."""
+    try:
+        path = urlsplit(url).path
+    except ValueError:
+        path = ""
+    return origin(url) + path
