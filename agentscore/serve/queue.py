@@ -251,8 +251,8 @@ class SqliteQueue:
     def _move_jobs_to_a_rowid_table(self) -> None:
         """Queue files until 2026-11-24 keep jobs in a WITHOUT ROWID table, where each row
         (a run's JSON, then its result) sits in the key's b-tree: queueing, storing the
-        result and deleting a job cost more CPU there than in a rowid table. Moved once, in one transaction, so a crash midway leaves the
-        old table whole."""
+        result and deleting a job cost more CPU there than in a rowid table. Moved once, in
+        one transaction, so a crash midway leaves the old table whole."""
         (definition,) = self._db.execute(
             "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'jobs'"
         ).fetchone()
