@@ -8,9 +8,10 @@ each scorer would have sent is still what its result records; its result's `judg
 its share of the shared request (the request itself counted once, on the first scorer's
 result, so summing results counts what the provider saw).
 
-`score_together(scorers, run)` scores a generation this way. A pipeline that runs each
-scorer as its own job (the runner) shares one `Together` among a generation's jobs and runs
-each through `Together.score`.
+`score_together(scorers, run)` scores a generation this way. The pipeline makes one
+`Together` per generation (`agentscore.pipeline.generation`), shared by the jobs of its
+scorers when each runs as its own job (the runner, the service), and runs each scorer
+through `Together.score`.
 """
 
 from __future__ import annotations
