@@ -10,9 +10,9 @@ submits its answer with `Evals.submit` (faithfulness, local judge), as an agent'
 does. Arms alternate in one process, A B C C B A ..., `--seconds` each.
 
 Arms: no scoring; in process as shipped; the same with other slices of the scoring thread's
-CPU between its pauses (`courtesy.GIL_SLICE`; inf: it never pauses); a `ProcessRunner`
+CPU between its pauses (the runner's `gil_slice`; inf: it never pauses); a `ProcessRunner`
 (scored in a forked process; what the host waits for is its own threads that pickle runs
-onto the pipe and read results back), with and without their pauses. `--load N` runs N busy
+onto the pipe and read results back). `--load N` runs N busy
 processes throughout. "runs/s" is what the scorer scored meanwhile (what it cannot score
 then waits in its queue and is scored between the arms): what shorter slices cost.
 
@@ -36,7 +36,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from serve_latency import cpu_load
 
 from agentscore import Evals, ProcessRunner, Runner
-from agentscore._runtime import courtesy
 from agentscore.judges import LocalJudge
 from agentscore.pipeline.runner import JobRunner
 from agentscore.scorers import create_faithfulness_scorer
@@ -47,14 +46,12 @@ TOOL = {"role": "tool", "tool_call_id": "c1", "content": json.dumps(
 CALL = {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function",
         "function": {"name": "lookup_order", "arguments": '{"order_id": 42}'}}]}  # fmt: skip
 ANSWER_MESSAGE = {"role": "assistant", "content": ANSWER}
-SLICE = courtesy.GIL_SLICE
-ARMS = {  # name: (the runner, courtesy.GIL_SLICE); no runner for no scoring
-    "no scoring": (None, SLICE),
-    "in process": ("thread", SLICE),
-    "slice 0.1 ms": ("thread", 0.0001),
-    "no pauses": ("thread", float("inf")),
-    "scoring process": ("process", SLICE),
-    "process, no pauses": ("process", float("inf")),
+ARMS = {  # name: the runner that scores, or None for no scoring
+    "no scoring": None,
+    "in process": "thread",
+    "slice 0.1 ms": "slice 0.1 ms",
+    "no pauses": "no pauses",
+    "scoring process": "process",
 }
 
 
@@ -99,6 +96,8 @@ def main() -> None:
     scorers = [create_faithfulness_scorer(LocalJudge())]
     runners: dict[str, JobRunner] = {
         "thread": Runner(max_queue=10_000, concurrency=4),
+        "slice 0.1 ms": Runner(max_queue=10_000, concurrency=4, gil_slice=0.0001),
+        "no pauses": Runner(max_queue=10_000, concurrency=4, gil_slice=float("inf")),
         "process": ProcessRunner(max_queue=10_000, concurrency=4),
     }
     evals = {kind: Evals(scorers=scorers, runner=runner) for kind, runner in runners.items()}
@@ -112,13 +111,12 @@ def main() -> None:
         time.sleep(0.5)
         for round_ in range(args.rounds):
             for name in names if round_ % 2 == 0 else reversed(names):
-                kind, courtesy.GIL_SLICE = ARMS[name]
+                kind = ARMS[name]
                 runner = runners[kind or "thread"]
                 arm_evals = None if kind is None else evals[kind]
                 delays, rate = one_arm(arm_evals, runner, args, round_)
                 rounds[name].append(delays)
                 rates[name].append(rate)
-    courtesy.GIL_SLICE = SLICE
     print(
         f"{args.load} busy processes, {args.rate:g} wake-ups/s with {args.work_ms:g} ms of work"
         f" each, {args.rounds} x {args.seconds:g} s per arm; load average {os.getloadavg()[0]:.2f}"
