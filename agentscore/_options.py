@@ -49,15 +49,16 @@ def check_number(
     high: float | None = None,
     open_low: bool = False,
     integer: bool = False,
+    infinite: bool = False,
 ) -> None:
     """Raise `ConfigurationError` unless `value` is a finite int (or float, unless `integer`)
-    in [low, high], or (low, high] with `open_low`."""
+    in [low, high], or (low, high] with `open_low`; with `infinite`, +inf passes too."""
     kind = "an integer" if integer else "a number"
     # bool is an int to Python, but `max_retries=True` is a mistake, not 1.
     allowed = (int,) if integer else (int, float)
     if isinstance(value, bool) or not isinstance(value, allowed):
         raise ConfigurationError(f"{name} must be {kind}, not {type(value).__name__}")
-    if not math.isfinite(value):
+    if not math.isfinite(value) and not (infinite and value == math.inf):
         raise ConfigurationError(f"{name} must be finite, got {value!r}")
     if low is not None and (value <= low if open_low else value < low):
         bound = "greater than" if open_low else "at least"

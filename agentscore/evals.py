@@ -22,10 +22,10 @@ from agentscore.errors import ConfigurationError, UnreadableMessageError
 from agentscore.judges.check import JudgeCheck, check_judges
 from agentscore.messages import Message, Role
 from agentscore.pipeline.choose import accepts, accepts_async, sampled_scorers
+from agentscore.pipeline.generation import Generation
 from agentscore.pipeline.runner import JobRunner, ScoreJob, ScoreSink, default_runner
 from agentscore.run import ScorerRun
 from agentscore.scorers.base import Scorer
-from agentscore.scorers.together import Together
 from agentscore.telemetry.core import Telemetry, current_telemetry
 
 __all__ = ["Evals", "EvalsLike", "SampledScorer", "sampled_entries"]
@@ -248,12 +248,11 @@ class Evals:
         runner = self.runner or default_runner()
         job_telemetry = telemetry or self.telemetry or current_telemetry()
         sink = on_result or self.on_score
-        # One per generation: its LLM scorers on the same judge share one judge request.
-        together = Together(chosen) if len(chosen) > 1 else None
-        together = together if together is not None and together.sharing else None
+        # A job per scorer; its LLM scorers on the same judge share one judge request.
+        shared = Generation.of(chosen).shared
         queued = False
         for scorer in chosen:
-            job = ScoreJob(scorer, run, job_telemetry, sink, read, together)
+            job = ScoreJob(scorer, run, job_telemetry, sink, read, shared)
             queued = runner.submit(job) or queued
         return queued
 

@@ -29,9 +29,9 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from agentscore import Evals, Runner, ScoringSpanProcessor, Telemetry
-from agentscore._runtime import courtesy
+from agentscore._runtime.courtesy import GIL_SLICE
 from agentscore.judges import LocalJudge
-from agentscore.pipeline import runner as runner_module
+from agentscore.pipeline.runner import HANDOVER_LINGER
 from agentscore.scorers import create_faithfulness_scorer
 from agentscore.telemetry.otlp import OtlpSpanExporter
 from agentscore.testing import ScriptedEndpoint, chat_completion
@@ -136,8 +136,8 @@ async def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--warmup", type=float, default=2.0)
     parser.add_argument("--seed", type=int, default=0, help="of the Poisson arrivals")
-    parser.add_argument("--linger", type=float, help="replaces runner.HANDOVER_LINGER (s)")
-    parser.add_argument("--gil-slice", type=float, help="replaces courtesy.GIL_SLICE (s)")
+    parser.add_argument("--linger", type=float, help="the Runner's handover_linger (s)")
+    parser.add_argument("--gil-slice", type=float, help="the Runner's gil_slice (s)")
     parser.add_argument("--after-ms", type=float, default=0.0, help="CPU work after submit")
     parser.add_argument(
         "--exporter",
@@ -149,16 +149,18 @@ async def main() -> None:
         "--gc-freeze", action="store_true", help="gc.freeze() once set up, as a tuned agent does"
     )
     args = parser.parse_args()
-    if args.linger is not None:
-        runner_module.HANDOVER_LINGER = args.linger  # 0: the hand-over as it was before
-    if args.gil_slice is not None:
-        courtesy.GIL_SLICE = args.gil_slice  # inf: the loop never pauses for the host
 
     provider = TracerProvider()
     exporter = OtlpSpanExporter if args.exporter == "agentscore" else OTLPSpanExporter
     provider.add_span_processor(BatchSpanProcessor(exporter(args.traces)))
     telemetry = Telemetry(tracer_provider=provider, capture_content=True)
-    runner = Runner(max_queue=100_000, concurrency=4)
+    runner = Runner(
+        max_queue=100_000,
+        concurrency=4,
+        # 0: the hand-over as it was before; inf: the loop never pauses for the host.
+        handover_linger=HANDOVER_LINGER if args.linger is None else args.linger,
+        gil_slice=GIL_SLICE if args.gil_slice is None else args.gil_slice,
+    )
     evals = Evals(scorers=[create_faithfulness_scorer(LocalJudge())], runner=runner,
                   telemetry=telemetry)  # fmt: skip
     processor = None

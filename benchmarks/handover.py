@@ -9,10 +9,10 @@ the machine's load hit all of them alike; each block's scoring ends before the n
 starts. Latency runs from each request's scheduled start to its end. "+p99 90% interval"
 resamples the arms' k-th blocks together (neighbours in time; benchmarks/_percentiles.py).
 
-The arms switch one setting each from the shipped one: the hand-over linger
-(`runner.HANDOVER_LINGER`), the longest pause while the host works
-(`courtesy.LONGEST_PAUSE`; 0 is one sleep(0) per slice), and the slice itself
-(`courtesy.GIL_SLICE`; inf never pauses).
+The arms switch one setting each from the shipped one: the hand-over linger (the runner's
+`handover_linger`), the longest pause while the host works (`courtesy.LONGEST_PAUSE`; 0 is
+one sleep(0) per slice), and the slice itself (the runner's `gil_slice`; inf never pauses).
+Each scoring arm has its runner, made with its settings.
 
 Usage: python benchmarks/handover.py [--rate R] [--blocks N] [--block N] [--after-ms MS]
                                      [--arms NAME ...]
@@ -50,10 +50,16 @@ class Arm:
     longest_pause: float = courtesy.LONGEST_PAUSE
     gil_slice: float = courtesy.GIL_SLICE
 
+    def runner(self) -> Runner:
+        return Runner(
+            max_queue=100_000,
+            concurrency=4,
+            handover_linger=self.linger,
+            gil_slice=self.gil_slice,
+        )
+
     def apply(self) -> None:
-        runner_module.HANDOVER_LINGER = self.linger
         courtesy.LONGEST_PAUSE = self.longest_pause
-        courtesy.GIL_SLICE = self.gil_slice
 
 
 ARMS = {
@@ -80,23 +86,30 @@ async def main() -> None:
     print_machine()
     provider = TracerProvider()
     telemetry = Telemetry(tracer_provider=provider, capture_content=True)
-    runner = Runner(max_queue=100_000, concurrency=4)
-    evals = Evals(scorers=[create_faithfulness_scorer(LocalJudge())], runner=runner,
-                  telemetry=telemetry)  # fmt: skip
-    scoring = App(provider, evals, args.after_ms / 1000)
-    plain = App(provider, None, args.after_ms / 1000)
+    scorer = create_faithfulness_scorer(LocalJudge())
+    runners = {name: ARMS[name].runner() for name in names if ARMS[name].scoring}
+    apps = {
+        name: App(
+            provider,
+            Evals(scorers=[scorer], runner=runners[name], telemetry=telemetry)
+            if name in runners
+            else None,
+            args.after_ms / 1000,
+        )
+        for name in names
+    }
     # Per arm, its blocks in order: the k-th blocks of the arms are neighbours in time.
     blocks: dict[str, list[list[int]]] = {name: [] for name in names}
     arrivals = random.Random(args.seed)
-    for _ in range(int(args.rate)):  # warm-up: imports, tables, the scoring thread
-        await scoring.request()
-    await runner.aflush(30)
+    for name, runner in runners.items():  # warm-up: imports, tables, the scoring thread
+        for _ in range(int(args.rate) // len(runners) + 1):
+            await apps[name].request()
+        await runner.aflush(30)
     for block in range(args.blocks * len(names)):
         turn = block % len(names)  # A B C, C B A, A B C, ...
         name = names[turn if (block // len(names)) % 2 == 0 else len(names) - 1 - turn]
-        arm = ARMS[name]
-        arm.apply()
-        serving = scoring if arm.scoring else plain
+        ARMS[name].apply()
+        serving = apps[name]
         tasks = []
         offset = 0.0
         start = time.perf_counter_ns()
@@ -115,7 +128,8 @@ async def main() -> None:
                 await asyncio.sleep(delay)
             tasks.append(asyncio.create_task(timed(due)))
         await asyncio.gather(*tasks)
-        await runner.aflush(30)  # a block's jobs end before the next arm starts
+        if name in runners:  # a block's jobs end before the next arm starts
+            await runners[name].aflush(30)
     ARMS["shipped"].apply()
     print(f"{args.rate:g} requests/s (Poisson), {args.after_ms:g} ms of work after submit, "
           f"{args.blocks} blocks of {args.block} per arm")  # fmt: skip
@@ -130,8 +144,9 @@ async def main() -> None:
         print(f"{name:<22}" + "".join(f"{v:>7.2f}" for v in row)
               + "".join(f"{v:>+7.2f}" for v in added)
               + f"{f'{low:+.2f} to {high:+.2f}':>20}{len(values):>10}")  # fmt: skip
-    stats = runner.stats()
-    print(f"scored {stats.scored}, failed {stats.failed}; load average after {os.getloadavg()}")
+    scored = sum(runner.stats().scored for runner in runners.values())
+    failed = sum(runner.stats().failed for runner in runners.values())
+    print(f"scored {scored}, failed {failed}; load average after {os.getloadavg()}")
 
 
 if __name__ == "__main__":

@@ -13,10 +13,10 @@ The arms:
 - no scoring: spans to the receiver; nothing is scored anywhere;
 - in process: the same, plus `Evals.submit` of each answer inside the request
   (faithfulness, local judge, on agentscore's background runner in the agent's interpreter);
-  "in process, 0 ms" is the same with `HANDOVER_LINGER` set to 0, the hand-over as it was;
-  "in process, no pauses" with `courtesy.GIL_SLICE` infinite: the scoring loop never hands
-  the GIL back on its own, as before; "in process, 0.1 ms slice" with a `courtesy.GIL_SLICE`
-  of 0.1 ms;
+  "in process, 0 ms" is the same with the runner's `handover_linger` 0, the hand-over as it
+  was; "in process, no pauses" with its `gil_slice` infinite: the scoring loop never hands
+  the GIL back on its own, as before; "in process, 0.1 ms slice" with a `gil_slice` of
+  0.1 ms;
 - span processor: a `ScoringSpanProcessor` with the same scorer on the agent's provider;
 - serve (sidecar): spans to `agentscore serve`, which scores them in its own process, as
   docs/deploy.md's sidecar recipe runs it: niced by 10, passing every request on to the

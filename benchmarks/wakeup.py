@@ -10,7 +10,7 @@ submits its answer with `Evals.submit` (faithfulness, local judge), as an agent'
 does. Arms alternate in one process, A B C C B A ..., `--seconds` each.
 
 Arms: no scoring; in process as shipped; the same with other slices of the scoring thread's
-CPU between its pauses (`courtesy.GIL_SLICE`; inf: it never pauses). `--load N` runs N busy
+CPU between its pauses (the runner's `gil_slice`; inf: it never pauses). `--load N` runs N busy
 processes throughout. "runs/s" is what the scorer scored meanwhile (what it cannot score
 then waits in its queue and is scored between the arms): what shorter slices cost.
 
@@ -34,7 +34,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from serve_latency import cpu_load
 
 from agentscore import Evals, Runner
-from agentscore._runtime import courtesy
 from agentscore.judges import LocalJudge
 from agentscore.scorers import create_faithfulness_scorer
 
@@ -44,12 +43,11 @@ TOOL = {"role": "tool", "tool_call_id": "c1", "content": json.dumps(
 CALL = {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function",
         "function": {"name": "lookup_order", "arguments": '{"order_id": 42}'}}]}  # fmt: skip
 ANSWER_MESSAGE = {"role": "assistant", "content": ANSWER}
-SLICE = courtesy.GIL_SLICE
-ARMS = {  # name: (whether it scores, courtesy.GIL_SLICE)
-    "no scoring": (False, SLICE),
-    "in process": (True, SLICE),
-    "slice 0.1 ms": (True, 0.0001),
-    "no pauses": (True, float("inf")),
+ARMS = {  # name: the runner that scores, or None for no scoring
+    "no scoring": None,
+    "in process": "thread",
+    "slice 0.1 ms": "slice 0.1 ms",
+    "no pauses": "no pauses",
 }
 
 
@@ -92,10 +90,15 @@ def main() -> None:
     args = parser.parse_args()
     print_machine()
     scorers = [create_faithfulness_scorer(LocalJudge())]
-    runner = Runner(max_queue=10_000, concurrency=4)
-    evals = Evals(scorers=scorers, runner=runner)
-    evals.submit("warm-up", [CALL, TOOL, ANSWER_MESSAGE])
-    runner.flush(30)
+    runners: dict[str, Runner] = {
+        "thread": Runner(max_queue=10_000, concurrency=4),
+        "slice 0.1 ms": Runner(max_queue=10_000, concurrency=4, gil_slice=0.0001),
+        "no pauses": Runner(max_queue=10_000, concurrency=4, gil_slice=float("inf")),
+    }
+    evals = {kind: Evals(scorers=scorers, runner=runner) for kind, runner in runners.items()}
+    for kind, runner in runners.items():
+        evals[kind].submit("warm-up", [CALL, TOOL, ANSWER_MESSAGE])
+        runner.flush(30)
     rounds: dict[str, list[list[int]]] = {name: [] for name in ARMS}
     rates: dict[str, list[float]] = {name: [] for name in ARMS}
     names = list(ARMS)
@@ -103,11 +106,12 @@ def main() -> None:
         time.sleep(0.5)
         for round_ in range(args.rounds):
             for name in names if round_ % 2 == 0 else reversed(names):
-                scores, courtesy.GIL_SLICE = ARMS[name]
-                delays, rate = one_arm(evals if scores else None, runner, args, round_)
+                kind = ARMS[name]
+                runner = runners[kind or "thread"]
+                arm_evals = None if kind is None else evals[kind]
+                delays, rate = one_arm(arm_evals, runner, args, round_)
                 rounds[name].append(delays)
                 rates[name].append(rate)
-    courtesy.GIL_SLICE = SLICE
     print(
         f"{args.load} busy processes, {args.rate:g} wake-ups/s with {args.work_ms:g} ms of work"
         f" each, {args.rounds} x {args.seconds:g} s per arm; load average {os.getloadavg()[0]:.2f}"

@@ -15,6 +15,7 @@ from collections.abc import Callable, Coroutine, Iterator
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from agentscore._runtime import courtesy
@@ -92,11 +93,32 @@ def test_the_scoring_loop_lets_a_waiting_host_thread_run() -> None:
 
 
 @pytest.mark.usefixtures("no_forced_switches")
-def test_without_pauses_the_host_waits_for_all_of_the_work(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(courtesy, "GIL_SLICE", float("inf"))
-    assert host_turns_during(on_background_loop(courteous=True), pieces_giving_way) == 0
+def test_without_pauses_the_host_waits_for_all_of_the_work() -> None:
+    async def unpaused(window: list[float]) -> None:
+        with courtesy.gil_slice(float("inf")):
+            await pieces_giving_way(window)
+
+    assert host_turns_during(on_background_loop(courteous=True), unpaused) == 0
+
+
+@pytest.mark.usefixtures("no_forced_switches")
+def test_a_slice_set_for_a_task_is_that_tasks_alone() -> None:
+    # A task on the same thread (another runner's job) is inside its own slice meanwhile.
+    async def neighbours(window: list[float]) -> None:
+        done = anyio.Event()
+
+        async def unpaused_meanwhile() -> None:
+            with courtesy.gil_slice(float("inf")):
+                await done.wait()
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(unpaused_meanwhile)
+            await anyio.lowlevel.checkpoint()  # it is inside its block now
+            await pieces_giving_way(window)
+            done.set()
+
+    turns = host_turns_during(on_background_loop(courteous=True), neighbours)
+    assert turns >= WORK / courtesy.GIL_SLICE / 4
 
 
 @pytest.mark.usefixtures("no_forced_switches")

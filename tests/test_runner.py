@@ -14,7 +14,10 @@ from typing import Any
 import anyio
 import pytest
 
+from agentscore._runtime import courtesy
 from agentscore._runtime.hooks import exit_flush_timeout
+from agentscore._runtime.loop import background_loop
+from agentscore.errors import ConfigurationError
 from agentscore.pipeline.runner import HANDOVER_LINGER, Runner, ScoreJob
 from agentscore.result import ScoreStatus
 from agentscore.run import ScorerRun
@@ -180,9 +183,8 @@ def test_flush_waits_for_in_flight_work() -> None:
     assert runner.stats().scored == 1
 
 
-def test_an_idle_runner_takes_a_job_only_after_the_handover_linger() -> None:
-    # Submitting happens inside the caller's request; scoring must not start in the middle
-    # of it. Jobs submitted while the dispatcher lingers are taken in the same wake-up.
+def first_start_after_an_idle_submit(runner: Runner) -> float:
+    """Seconds from submitting three jobs to an idle dispatcher to the first one starting."""
     started: list[float] = []
 
     def analyze(params: StepParams) -> float:
@@ -190,7 +192,6 @@ def test_an_idle_runner_takes_a_job_only_after_the_handover_linger() -> None:
         return 1.0
 
     scorer = create_scorer(id="clock", analyze=analyze, generate_score=lambda p: 1.0)
-    runner = Runner(concurrency=4)
     runner.submit(ScoreJob(scorer, ScorerRun(output="first")))  # starts the dispatcher
     assert runner.flush(timeout=5)
     time.sleep(0.05)  # the dispatcher is idle again
@@ -200,11 +201,64 @@ def test_an_idle_runner_takes_a_job_only_after_the_handover_linger() -> None:
         assert runner.submit(ScoreJob(scorer, ScorerRun(output=f"{i}"))) is True
     assert runner.flush(timeout=5)
     assert len(started) == 3
-    # asyncio may run a timer up to its clock resolution early; nothing ran before the linger.
-    assert min(started) - submitted >= HANDOVER_LINGER * 0.9
     stats = runner.stats()
     assert (stats.scored, stats.failed, stats.pending) == (4, 0, 0)
     assert_identity(runner)
+    return min(started) - submitted
+
+
+def test_an_idle_runner_takes_a_job_only_after_the_handover_linger() -> None:
+    # Submitting happens inside the caller's request; scoring must not start in the middle
+    # of it. Jobs submitted while the dispatcher lingers are taken in the same wake-up.
+    # asyncio may run a timer up to its clock resolution early; nothing ran before the linger.
+    assert first_start_after_an_idle_submit(Runner(concurrency=4)) >= HANDOVER_LINGER * 0.9
+
+
+def test_a_runners_handover_linger_is_its_own() -> None:
+    runner = Runner(concurrency=4, handover_linger=0.2)
+    assert runner.handover_linger == 0.2
+    assert first_start_after_an_idle_submit(runner) >= 0.2 * 0.9
+
+
+def test_a_runners_gil_slice_paces_its_own_jobs(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The pauses on the scoring loop's thread, recorded; two runners share that thread.
+    paused: list[str] = []
+    pause = courtesy._pause
+
+    def recording_pause() -> float:
+        paused.append(threading.current_thread().name)
+        return pause()
+
+    monkeypatch.setattr(courtesy, "_pause", recording_pause)
+
+    async def analyze(params: StepParams) -> float:  # async: it runs on the loop's thread
+        for _ in range(10):
+            courtesy.give_way()
+        return 1.0
+
+    scorer = create_scorer(id="pieces", analyze=analyze, generate_score=lambda p: 1.0)
+
+    def pauses_in_a_job_of(runner: Runner) -> int:
+        paused.clear()
+        assert runner.submit(ScoreJob(scorer, ScorerRun(output="x")))
+        assert runner.flush(timeout=10)
+        runner.shutdown()
+        loop_thread = background_loop.thread
+        assert loop_thread is not None
+        return paused.count(loop_thread.name)
+
+    assert pauses_in_a_job_of(Runner(gil_slice=float("inf"))) == 0
+    # A zero slice pauses at every give_way: the scorer's ten and the pipeline's own.
+    assert pauses_in_a_job_of(Runner(gil_slice=0.0)) >= 10
+    # The slice was that runner's, not the thread's: the next runner's jobs keep their own.
+    assert pauses_in_a_job_of(Runner(gil_slice=float("inf"))) == 0
+
+
+def test_negative_runner_knobs_are_refused_by_name() -> None:
+    with pytest.raises(ConfigurationError, match="handover_linger"):
+        Runner(handover_linger=-1.0)
+    with pytest.raises(ConfigurationError, match="gil_slice"):
+        Runner(gil_slice=-1.0)
 
 
 def test_submit_from_many_threads_keeps_the_identity() -> None:

@@ -437,6 +437,18 @@ def test_traces_no_scorer_samples_are_left_in_on_end_and_the_rest_scored() -> No
     assert {score.trace_id for score in scores} == expected
 
 
+def test_a_rate_of_one_samples_every_trace_even_where_its_point_rounds_to_one() -> None:
+    from agentscore.pipeline.sampling import sample_point, sampled, trace_point
+
+    highest = (1 << 64) - 1  # its low 64 bits divided by 2**64 round to 1.0
+    assert trace_point(highest) == 1.0
+    assert sampled(1.0, trace_point(highest))
+    assert sampled(1.0, sample_point(f"{highest:032x}", ""))
+    assert not sampled(0.0, trace_point(0))
+    # The processor's early decision and the scorers' are the same function of the trace id.
+    assert trace_point(3 << 64 | highest) == sample_point(f"{3 << 64 | highest:032x}", "")
+
+
 def test_open_traces_past_the_byte_budget_are_dropped_and_counted() -> None:
     pipeline = Pipeline(max_open_bytes=1_000_000, idle_timeout=0.2)
     tracer = pipeline.provider.get_tracer("app")

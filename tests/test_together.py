@@ -1,15 +1,21 @@
-"""One judge request for the LLM scorers of one generation: score_together and the runner."""
+"""One judge request for the LLM scorers of one generation: the pipeline's
+one composition that the runner, the service's worker and `run_evals` score through."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agentscore import Evals, Runner, ScoreResult
+from agentscore.ci.batch import run_evals_sync
 from agentscore.judges import OpenAIJudge
+from agentscore.pipeline import generation
+from agentscore.pipeline.generation import Generation, Scoring, score_generation
 from agentscore.run import ScorerRun
 from agentscore.scorers import (
     Scorer,
@@ -20,8 +26,21 @@ from agentscore.scorers import (
     create_hallucination_scorer,
     create_regex_scorer,
 )
-from agentscore.scorers.together import Together, score_together
+from agentscore.scorers.together import Together
+from agentscore.serve.export import build_exporters
+from agentscore.serve.ingest import Ingestor
+from agentscore.serve.queue import Commit, SqliteQueue
+from agentscore.serve.stats import ServiceStats
+from agentscore.serve.worker import ScoringWorker
 from agentscore.testing import ScriptedEndpoint, ScriptedReply, chat_completion, http_error
+
+
+async def score_together(
+    scorers: Sequence[Scorer], run: ScorerRun, *, timeout: float | None = None
+) -> list[ScoreResult]:
+    """One generation scored as the pipeline scores it, with no telemetry or sinks."""
+    return await score_generation(Generation.of(scorers), run, Scoring(timeout=timeout))
+
 
 pytestmark = pytest.mark.anyio
 
@@ -287,3 +306,89 @@ async def test_a_scorer_whose_partner_never_runs_asks_alone_after_the_window() -
     assert result.score == 1.0
     assert len(endpoint.requests) == 1
     assert 'Section "s1"' not in prompt_of(endpoint.requests[0])  # its own prompt, alone
+
+
+DRIVERS = ("runner", "service", "run_evals")
+
+
+def scored_by_the_runner(scorers: list[Scorer]) -> list[ScoreResult]:
+    runner = Runner()
+    results: list[ScoreResult] = []
+    evals = Evals(scorers=scorers, runner=runner, on_score=results.append)
+    assert evals.submit_run(a_run())
+    assert runner.flush(timeout=30)
+    runner.shutdown()
+    return results
+
+
+def scored_by_the_service(scorers: list[Scorer], tmp_path: Path) -> list[ScoreResult]:
+    """The service's worker, in this process, on a generation's jobs put on its queue."""
+    queue = SqliteQueue(tmp_path / "queue.db")
+    exporters = build_exporters(tmp_path / "evaluations.jsonl")
+    stats = ServiceStats(None, depth=lambda: queue.depth, oldest_age=queue.oldest_job_age)
+    done = threading.Event()
+    results: list[ScoreResult] = []
+
+    def keep(result: ScoreResult) -> None:
+        results.append(result)
+        if len(results) == len(scorers):
+            done.set()
+
+    evals = Evals(scorers=scorers, on_score=keep)
+    worker = ScoringWorker(queue, Ingestor(queue, evals, stats), evals, exporters, stats)
+    run = a_run().model_copy(update={"trace_id": "1" * 32, "span_id": "2" * 16})
+    queue.commit(
+        Commit(jobs=[((run.trace_id or "", run.span_id or "", s.id), run) for s in scorers])
+    )
+    worker.start()
+    try:
+        assert done.wait(30)
+    finally:
+        worker.stop(5)
+        exporters.shutdown()
+        queue.close()
+    assert stats.snapshot()["scored"] == len(scorers)
+    return results
+
+
+def scored_by_run_evals(scorers: list[Scorer]) -> list[ScoreResult]:
+    report = run_evals_sync([{"input": QUESTION, "output": ANSWER}], scorers)
+    return list(report.items[0].scorer_results.values())
+
+
+def test_the_runner_the_service_and_run_evals_score_through_one_composition(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+        monkeypatch.delenv(name, raising=False)  # the service's evaluations go to a file
+    shared: list[int] = []  # the generations whose shared request the composition made
+
+    class Recorded(Together):
+        def __init__(self, scorers: Sequence[Scorer], **options: float) -> None:
+            shared.append(len(scorers))
+            super().__init__(scorers, **options)
+
+    monkeypatch.setattr(generation, "Together", Recorded)
+    endpoints = {name: ScriptedEndpoint(combined_then(GOOD_SECTIONS)) for name in DRIVERS}
+    scored = {
+        "runner": scored_by_the_runner(four_scorers(endpoints["runner"])),
+        "service": scored_by_the_service(four_scorers(endpoints["service"]), tmp_path),
+        "run_evals": scored_by_run_evals(four_scorers(endpoints["run_evals"])),
+    }
+
+    def outcome(results: list[ScoreResult]) -> dict[str, tuple[object, ...]]:
+        return {
+            r.scorer_id: (r.status, r.score, r.passed, r.reason, r.preprocess_step_result)
+            for r in results
+        }
+
+    # One judge request each, the same request, and the same four results from it.
+    assert {name: len(endpoint.requests) for name, endpoint in endpoints.items()} == dict.fromkeys(
+        DRIVERS, 1
+    )
+    bodies = [endpoint.requests[0] for endpoint in endpoints.values()]
+    assert bodies[0] == bodies[1] == bodies[2]
+    assert outcome(scored["runner"]) == outcome(scored["service"]) == outcome(scored["run_evals"])
+    assert by_id(scored["runner"])["completeness"].score == 0.75
+    assert all(sum(r.judge_usage.calls for r in results) == 1 for results in scored.values())
+    assert shared == [4, 4, 4]

@@ -7,8 +7,9 @@ of CPU) is a single callback, and the runs under way go one after another: an ag
 woken meanwhile waits for all of them, or for CPython's switch interval (5 ms) to force a
 switch. So on agentscore's own threads (the scoring loop, the span processor's reader),
 `give_way` between the pieces of such work (a scorer's steps, the local judge's claims, a
-result's telemetry and sinks, the spans the reader reads) ends every `GIL_SLICE` of the
-thread's CPU time with a pause.
+result's telemetry and sinks, the spans the reader reads) ends every slice of the thread's
+CPU time with a pause: `GIL_SLICE`, or what `gil_slice` sets for a task (a runner's
+`gil_slice` option, for its jobs).
 
 A pause is a real sleep, which a thread waiting on the GIL wins. If the process's other
 threads then kept a core busy for most of the pause, the host is in the middle of its own
@@ -23,11 +24,21 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
-__all__ = ["GIL_SLICE", "HOST_BUSY_SHARE", "LONGEST_PAUSE", "give_way", "start_giving_way"]
+__all__ = [
+    "GIL_SLICE",
+    "HOST_BUSY_SHARE",
+    "LONGEST_PAUSE",
+    "gil_slice",
+    "give_way",
+    "start_giving_way",
+]
 
-# Seconds of an agentscore thread's CPU time between pauses (docs/benchmarks.md, "Giving the
-# GIL back"). A host thread woken during scoring waits about this long at most, plus the
+# The default seconds of an agentscore thread's CPU time between pauses (docs/benchmarks.md,
+# "Giving the GIL back"). A host thread woken during scoring waits about this long at most, plus the
 # longest piece of work with no `give_way`; a shorter slice costs busy scoring more pauses
 # (each about 80 µs of waiting and 17 µs of CPU on Linux).
 GIL_SLICE = 0.00025
@@ -50,20 +61,37 @@ class _LastPause(threading.local):
 
 
 _last_pause = _LastPause()
+# A task's own slice (None: GIL_SLICE). A context variable, not a setting of the thread: the
+# runners that share agentscore's loop thread may each have their own.
+_slice: ContextVar[float | None] = ContextVar("agentscore_gil_slice", default=None)
+
+
+@contextmanager
+def gil_slice(seconds: float) -> Iterator[None]:
+    """Within this block (and the tasks it starts), `give_way` pauses after every `seconds`
+    of the thread's CPU time instead of `GIL_SLICE`; infinite: it never pauses."""
+    token = _slice.set(seconds)
+    try:
+        yield
+    finally:
+        _slice.reset(token)
 
 
 def start_giving_way() -> None:
     """Called once by a thread of agentscore's own: from now on, `give_way` on this thread
-    pauses after every `GIL_SLICE` of its CPU time."""
+    pauses after every slice of its CPU time."""
     _last_pause.at = time.thread_time()
 
 
 def give_way() -> None:
-    """Between two pieces of scoring work: on a thread that gives way, once `GIL_SLICE` of its
-    CPU time has gone by since its last pause, pause while the host works. On any other
-    thread, nothing."""
+    """Between two pieces of scoring work: on a thread that gives way, once a slice of its CPU
+    time has gone by since its last pause, pause while the host works. On any other thread,
+    nothing."""
     last = _last_pause.at
-    if last is not None and time.thread_time() - last >= GIL_SLICE:
+    if last is None:
+        return
+    limit = _slice.get()
+    if time.thread_time() - last >= (GIL_SLICE if limit is None else limit):
         _last_pause.at = _pause()
 
 

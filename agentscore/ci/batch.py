@@ -15,13 +15,11 @@ from agentscore._runtime.loop import background_loop
 from agentscore.adapters import coerce_messages
 from agentscore.agent import Agent
 from agentscore.errors import ConfigurationError
-from agentscore.judges.base import Judge
 from agentscore.messages import Message
-from agentscore.pipeline.evaluate import evaluate
+from agentscore.pipeline.generation import Generation, Scoring, score_generation
 from agentscore.result import ScoreResult, ScoreStatus
 from agentscore.run import ScorerRun
 from agentscore.scorers.base import Scorer
-from agentscore.scorers.together import Together
 
 __all__ = [
     "EvalItemResult",
@@ -34,6 +32,7 @@ __all__ = [
 ]
 
 Target = Agent | Callable[[Any], Any]
+_BATCH = Scoring()
 
 
 class EvalItemResult(BaseModel):
@@ -162,24 +161,13 @@ async def _evaluate_item(
     except Exception as exc:
         # The target's own errors can quote its credentials ("Bearer sk-..." from the SDK).
         return EvalItemResult(index=index, error=redact(f"{type(exc).__name__}: {exc}"))
-    scored: dict[str, ScoreResult] = {}
-    # The item's LLM scorers on one judge share one judge request.
-    together = Together(scorers)
-
-    async def score(scorer: Scorer) -> None:
-        # The pipeline's evaluate, with no telemetry: a batch run emits no spans, and its
-        # failures are reported per record (the CLI's circuit breaker stops a dead judge).
-        async def attempt(judge: Judge | None) -> ScoreResult:
-            return await evaluate(None, scorer, run, timeout=None, judge=judge)
-
-        scored[scorer.id] = await together.score(scorer, attempt)
-
-    async with anyio.create_task_group() as task_group:
-        for scorer in scorers:
-            task_group.start_soon(score, scorer)
+    # The pipeline's composition, with no telemetry, retry or sink: a batch run emits no
+    # spans, and its failures are reported per record (the CLI's circuit breaker stops a dead
+    # judge). The item's LLM scorers on one judge share one judge request.
+    results = await score_generation(Generation.of(scorers), run, _BATCH)
     # In the scorers' order, not the order they finished in (sharing a request, they finish
     # together), so reports and "first failure" lines are stable.
-    ordered = {scorer.id: scored[scorer.id] for scorer in scorers if scorer.id in scored}
+    ordered = {scorer.id: result for scorer, result in zip(scorers, results, strict=True)}
     return EvalItemResult(index=index, run=run, scorer_results=ordered)
 
 

@@ -3,9 +3,11 @@
 `submit` is O(1), never blocks and never raises: a job goes into a bounded queue, or is
 dropped (counted, logged at a limited rate, reported to `on_drop`) when the queue is full.
 A dispatcher on agentscore's background loop runs queued jobs with a concurrency cap and a
-per-run timeout. A run whose judge failed for a passing reason (outage, 429, timeout) is tried
-again with backoff within `retry.window` before its failure stands (pipeline.retry). At every
-moment: submitted = scored + failed + dropped + pending, with `delayed` inside pending.
+per-run timeout, each through the pipeline's one composition (`pipeline.generation`): a job is
+one scorer of a generation, sharing the generation's judge request with the others' jobs. A
+run whose judge failed for a passing reason (outage, 429, timeout) is tried again with backoff
+within `retry.window` before its failure stands (pipeline.retry). At every moment:
+submitted = scored + failed + dropped + pending, with `delayed` inside pending.
 """
 
 from __future__ import annotations
@@ -24,16 +26,15 @@ import anyio.to_thread
 import structlog
 
 from agentscore._options import check_number
-from agentscore._runtime.courtesy import give_way
+from agentscore._runtime.courtesy import GIL_SLICE, gil_slice
 from agentscore._runtime.hooks import after_fork_in_child, at_exit, exit_deadline, on_drain
 from agentscore._runtime.loop import BackgroundLoop, background_loop
 from agentscore._runtime.workqueue import WorkQueue
-from agentscore.judges.base import Judge
-from agentscore.pipeline.deliver import ScoreSink, deliver
+from agentscore.pipeline.deliver import ScoreSink
 from agentscore.pipeline.drops import DropHandler, DropReporter
-from agentscore.pipeline.evaluate import evaluate
+from agentscore.pipeline.generation import Generation, Scoring, score_generation
 from agentscore.pipeline.retry import RetryPolicy
-from agentscore.result import ScoreError, ScoreResult, ScoreStatus
+from agentscore.result import ScoreResult, ScoreStatus
 from agentscore.run import ScorerRun
 from agentscore.scorers.base import Scorer
 from agentscore.scorers.together import Together
@@ -53,8 +54,9 @@ __all__ = [
 
 _log = structlog.get_logger("agentscore.runner")
 
-# Seconds between a submit that finds the dispatcher idle and the dispatcher taking the job
-# (benchmarks/handover.py and docs/benchmarks.md measure what it saves the caller).
+# The default seconds between a submit that finds the dispatcher idle and the dispatcher
+# taking the job (benchmarks/handover.py and docs/benchmarks.md measure what it saves the
+# caller).
 HANDOVER_LINGER = 0.005
 
 
@@ -69,7 +71,8 @@ class ScoreJob:
     # Reads the run's messages on the background loop instead of the caller's path; until
     # then `run` holds only its ids (what drop accounting needs).
     read: Callable[[], ScorerRun] | None = None
-    # Shared by the jobs of one generation: their LLM scorers share one judge request.
+    # Shared by the jobs of one generation: their LLM scorers share one judge request
+    # (`Generation.of(scorers).shared`).
     together: Together | None = None
 
 
@@ -98,7 +101,13 @@ class JobRunner(Protocol):
 
 
 class Runner:
-    """Runs score jobs in the background. See the module docstring for the guarantees."""
+    """Runs score jobs in the background. See the module docstring for the guarantees.
+
+    `handover_linger`: seconds between a submit that finds the dispatcher idle and the
+    dispatcher taking the job (0: at once). `gil_slice`: seconds of the scoring thread's CPU
+    time between the pauses its jobs make for a host thread waiting on the GIL (infinite:
+    never; agentscore._runtime.courtesy).
+    """
 
     def __init__(
         self,
@@ -111,6 +120,8 @@ class Runner:
         drop_log_interval: float = 10.0,
         sink_timeout: float = 30.0,
         retry: RetryPolicy | None = None,
+        handover_linger: float = HANDOVER_LINGER,
+        gil_slice: float = GIL_SLICE,
         loop: BackgroundLoop = background_loop,
     ) -> None:
         check_number("max_queue", max_queue, low=1, integer=True)
@@ -119,6 +130,8 @@ class Runner:
             check_number("run_timeout", run_timeout, low=0, open_low=True)
         check_number("drop_log_interval", drop_log_interval, low=0)
         check_number("sink_timeout", sink_timeout, low=0, open_low=True)
+        check_number("handover_linger", handover_linger, low=0)
+        check_number("gil_slice", gil_slice, low=0, infinite=True)
         self.max_queue = max_queue
         self.concurrency = concurrency
         self.run_timeout = run_timeout
@@ -127,6 +140,9 @@ class Runner:
         self._loop = loop
         self.sink_timeout = sink_timeout
         self.retry = retry if retry is not None else RetryPolicy()
+        self.handover_linger = handover_linger
+        self.gil_slice = gil_slice
+        self._backoff = _RunnerBackoff(self)
 
         self._closed = False
         self._reset()
@@ -225,9 +241,9 @@ class Runner:
 
     def _wake_after_linger(self) -> None:
         # Submitting happens inside the caller's request: a job started now would take the
-        # GIL while the request still runs. HANDOVER_LINGER later the answer is usually out;
-        # runs submitted meanwhile join the same wake-up.
-        asyncio.get_running_loop().call_later(HANDOVER_LINGER, self._wake)
+        # GIL while the request still runs. `handover_linger` later the answer is usually
+        # out; runs submitted meanwhile join the same wake-up.
+        asyncio.get_running_loop().call_later(self.handover_linger, self._wake)
 
     def _wake(self) -> None:
         if self._wakeup is not None:
@@ -240,14 +256,16 @@ class Runner:
         if self._closed:
             self._closing.set()
         slots = anyio.Semaphore(self.concurrency)
-        async with anyio.create_task_group() as task_group:
-            while True:
-                # A slot first, then a job: waiting jobs stay in the bounded queue.
-                await slots.acquire()
-                job = await self._next_job()
-                if job is None:
-                    break
-                task_group.start_soon(self._execute, job, slots)
+        # The jobs' tasks start in this task's context: they take its slice.
+        with gil_slice(self.gil_slice):
+            async with anyio.create_task_group() as task_group:
+                while True:
+                    # A slot first, then a job: waiting jobs stay in the bounded queue.
+                    await slots.acquire()
+                    job = await self._next_job()
+                    if job is None:
+                        break
+                    task_group.start_soon(self._execute, job, slots)
 
     async def _next_job(self) -> ScoreJob | None:
         """The next queued job, waiting while there is none; None once stopping."""
@@ -266,19 +284,16 @@ class Runner:
         _in_job.set(True)
         result: ScoreResult | None = None
         try:
-            try:
-                result = await self._score_until_final(job)
-            except Exception as exc:  # a broken scorer object: the run still ends, as failed
-                # Delivered like any result: a sink waiting on this run hears that it ended.
-                result = failed_result(job, job.run, exc)
-            give_way()
-            await deliver(
-                result,
-                (job.on_result, *self._sinks),
-                timeout=self.sink_timeout,
+            scoring = Scoring(
                 telemetry=job.telemetry,
+                timeout=self.run_timeout,
+                retry=self._backoff,
+                sinks=(job.on_result, *self._sinks),
+                sink_timeout=self.sink_timeout,
             )
-        except Exception as exc:  # even a broken sink list must not end the dispatcher
+            generation = Generation((job.scorer,), job.together)
+            (result,) = await score_generation(generation, job.run, scoring, read=job.read)
+        except Exception as exc:  # never reached but by a bug: the dispatcher must go on
             _log.error(
                 "scorer_job_crashed", scorer=_scorer_name(job), error_type=type(exc).__name__
             )
@@ -292,34 +307,6 @@ class Runner:
                     self._scored += 1
                 self._work.finished()
 
-    async def _score_until_final(self, job: ScoreJob) -> ScoreResult:
-        """Score `job`; while its judge fails for a passing reason, try again after a backoff,
-        within the retry window (the job keeps its slot: during an outage new work waits in
-        the bounded queue instead of failing). A shutdown ends the waiting at once: one last
-        try, whose result stands."""
-        run = job.run
-        started = time.monotonic()
-        attempts = 0
-        while True:
-            attempts += 1
-            delay = self.retry.delay(attempts)
-            may_retry = not self._closed and self.retry.allows(time.monotonic() - started, delay)
-            try:
-                if job.read is not None:
-                    run = job.read()
-                result = await self._evaluate(job, run, may_retry)
-            except Exception as exc:  # telemetry export trouble: the run still ends, as failed
-                return failed_result(job, run, exc)
-            if not (may_retry and result.retryable):
-                return result
-            with self._lock:
-                self._delayed += 1
-            try:
-                await self._sleep_unless_closed(delay)
-            finally:
-                with self._lock:
-                    self._delayed -= 1
-
     async def _sleep_unless_closed(self, delay: float) -> None:
         closing = self._closing
         if closing is None or self._closed:
@@ -327,40 +314,36 @@ class Runner:
         with anyio.move_on_after(delay):
             await closing.wait()
 
-    async def _evaluate(self, job: ScoreJob, run: ScorerRun, may_retry: bool) -> ScoreResult:
-        async def attempt(judge: Judge | None) -> ScoreResult:
-            return await evaluate(
-                job.telemetry,
-                job.scorer,
-                run,
-                timeout=self.run_timeout,
-                may_retry=may_retry,
-                judge=judge,
-            )
 
-        # A retry finds the generation's shared request gone: it asks alone.
-        if job.together is None:
-            return await attempt(None)
-        return await job.together.score(job.scorer, attempt)
+class _RunnerBackoff:
+    """A runner's waits between a run's tries: the run keeps its slot and counts as delayed;
+    a shutdown ends the waiting at once (one last try, whose result stands)."""
+
+    __slots__ = ("_runner",)
+
+    def __init__(self, runner: Runner) -> None:
+        self._runner = runner
+
+    @property
+    def policy(self) -> RetryPolicy:
+        return self._runner.retry
+
+    def stopped(self) -> bool:
+        return self._runner._closed
+
+    async def wait(self, delay: float) -> None:
+        runner = self._runner
+        with runner._lock:
+            runner._delayed += 1
+        try:
+            await runner._sleep_unless_closed(delay)
+        finally:
+            with runner._lock:
+                runner._delayed -= 1
 
 
 def _scorer_name(job: ScoreJob) -> str:
     return str(getattr(job.scorer, "id", type(job.scorer).__name__))
-
-
-def failed_result(job: ScoreJob, run: ScorerRun, exc: Exception) -> ScoreResult:
-    """The scorer's own failed result for `run`; a bare one when even that raises (a scorer
-    object broken enough), so that the run still ends and its sinks hear of it."""
-    try:
-        return job.scorer.failed_result(run, exc)
-    except Exception as broken:
-        _log.error("scorer_job_crashed", scorer=_scorer_name(job), error_type=type(broken).__name__)
-        return ScoreResult(
-            scorer_id=_scorer_name(job),
-            run_id=run.run_id,
-            status=ScoreStatus.FAILED,
-            error=ScoreError.of(exc),
-        )
 
 
 _in_job: ContextVar[bool] = ContextVar("agentscore_in_job", default=False)

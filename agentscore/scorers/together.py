@@ -8,9 +8,9 @@ each scorer would have sent is still what its result records; its result's `judg
 its share of the shared request (the request itself counted once, on the first scorer's
 result, so summing results counts what the provider saw).
 
-`score_together(scorers, run)` scores a generation this way. A pipeline that runs each
-scorer as its own job (the runner) shares one `Together` among a generation's jobs and runs
-each through `Together.score`.
+The pipeline makes one `Together` per generation (`agentscore.pipeline.generation`, the only
+place one is made), shared by the jobs of its scorers when each runs as its own job (the
+runner, the service), and runs each scorer through `Together.score`.
 """
 
 from __future__ import annotations
@@ -27,11 +27,10 @@ from agentscore.errors import JudgeError, JudgeOutputError
 from agentscore.judges.base import Judge, JudgeReply, JudgeRequest, JudgeUsage
 from agentscore.judges.openai import OpenAIJudge
 from agentscore.result import ScoreResult
-from agentscore.run import ScorerRun
 from agentscore.scorers._sections import Plan, batchable, plan, repair_request
 from agentscore.scorers.base import Scorer
 
-__all__ = ["DEFAULT_WINDOW", "Together", "score_together"]
+__all__ = ["DEFAULT_WINDOW", "Together"]
 
 T = TypeVar("T", bound=BaseModel)
 _log = structlog.get_logger("agentscore.together")
@@ -40,28 +39,6 @@ _log = structlog.get_logger("agentscore.together")
 # together, so they normally arrive within milliseconds; this bounds the wait when a runner
 # at its concurrency cap starts them apart.
 DEFAULT_WINDOW = 0.25
-
-
-async def score_together(
-    scorers: Sequence[Scorer], run: ScorerRun, *, timeout: float | None = None
-) -> list[ScoreResult]:
-    """Score one generation with every scorer, sharing judge requests; results in order.
-
-    Never raises (except cancellation): each scorer's failure is its own failed result.
-    """
-    together = Together(scorers)
-    results: list[ScoreResult | None] = [None] * len(scorers)
-
-    async def one(index: int, scorer: Scorer) -> None:
-        async def score(judge: Judge | None) -> ScoreResult:
-            return await scorer.run(run, timeout=timeout, judge=judge)
-
-        results[index] = await together.score(scorer, score)
-
-    async with anyio.create_task_group() as group:
-        for index, scorer in enumerate(scorers):
-            group.start_soon(one, index, scorer)
-    return [result for result in results if result is not None]
 
 
 class Together:

@@ -16,34 +16,35 @@ from collections.abc import Callable, Sequence
 
 import anyio
 
-from agentscore.scorers.together import Together
+from agentscore.pipeline.generation import Generation
 from agentscore.serve.queue import Job, JobKey, SqliteQueue
 
 __all__ = ["ReadAhead"]
 
-Grouping = Callable[[Sequence[Job]], dict[str, Together]]
+Grouping = Callable[[Sequence[Job]], dict[str, Generation]]
 
 
 class ReadAhead:
     """Used from one task at a time (the worker's loop): a read in progress is the only one.
 
-    `together`: the `Together` of each generation among a batch read, by run id. Made for the
-    whole batch, so a generation's jobs share their judge request even when the free slots
-    take them one at a time."""
+    `generations`: each generation among a batch read, by run id. Made for the whole batch,
+    so a generation's jobs share their judge request even when the free slots take them one
+    at a time."""
 
-    def __init__(self, queue: SqliteQueue, batch: int, together: Grouping) -> None:
+    def __init__(self, queue: SqliteQueue, batch: int, generations: Grouping) -> None:
         self._queue = queue
         self._batch = batch
-        self._together = together
-        self._held: list[tuple[Job, Together | None]] = []
+        self._generations = generations
+        self._held: list[tuple[Job, Generation | None]] = []
 
     def keys(self) -> set[JobKey]:
         return {job.key for job, _ in self._held}
 
     async def take(
         self, room: int, busy: Callable[[], set[JobKey]]
-    ) -> list[tuple[Job, Together | None]]:
-        """Up to `room` due jobs, oldest first, with their generation's `Together`.
+    ) -> list[tuple[Job, Generation | None]]:
+        """Up to `room` due jobs, oldest first, with their generation (None for a job
+        scored before, whose stored result is sent again).
 
         `busy`: jobs on disk the worker has in hand (in flight, finished, being exported):
         never read again while it has them."""
@@ -51,11 +52,11 @@ class ReadAhead:
             exclude = busy() | self.keys()
             limit = max(self._batch, room) - len(self._held)
             jobs = await anyio.to_thread.run_sync(self._queue.due_jobs, limit, exclude)
-            shared = self._together([job for job in jobs if job.result is None])
-            self._held += [(job, shared.get(job.run.run_id)) for job in jobs]
+            generations = self._generations([job for job in jobs if job.result is None])
+            self._held += [(job, generations.get(job.run.run_id)) for job in jobs]
         taken, self._held = self._held[:room], self._held[room:]
         return taken
 
-    def put_back(self, entries: Sequence[tuple[Job, Together | None]]) -> None:
+    def put_back(self, entries: Sequence[tuple[Job, Generation | None]]) -> None:
         """Jobs taken but not started: first in line for the next `take`."""
         self._held[:0] = entries

@@ -29,14 +29,13 @@ import anyio.abc
 import structlog
 
 from agentscore.evals import Evals
-from agentscore.judges.base import Judge
 from agentscore.judges.requests import gated_requests
 from agentscore.pipeline.deliver import deliver
-from agentscore.pipeline.evaluate import evaluate, replay
+from agentscore.pipeline.evaluate import replay
+from agentscore.pipeline.generation import Generation, Scoring, score_generation
 from agentscore.pipeline.retry import RetryPolicy
 from agentscore.result import ScoreResult, ScoreStatus
 from agentscore.scorers.base import Scorer
-from agentscore.scorers.together import Together
 from agentscore.serve.budget import JudgeBudget
 from agentscore.serve.export import Exporters, keyed_ids
 from agentscore.serve.health import ServiceHealth
@@ -116,7 +115,7 @@ class ScoringWorker:
         self._held: dict[JobKey, float] = {}  # rows a failed write left due too early
         self._wake: anyio.Event | None = None
         # Due jobs are read `concurrency` at a time, not with a query per freed slot.
-        self._ahead = ReadAhead(queue, concurrency, self._together)
+        self._ahead = ReadAhead(queue, concurrency, self._generations)
 
     def start(self) -> None:
         self._thread = threading.Thread(
@@ -197,7 +196,7 @@ class ScoringWorker:
         # Checked as they start, not as they were read: a held job can age past `max_age`.
         fresh = {job.key for job in self._drop_stale([job for job, _ in taken])}
         # Stale jobs go even while over budget: that is when they pile up.
-        for index, (job, together) in enumerate(taken):
+        for index, (job, generation) in enumerate(taken):
             if job.key not in fresh:
                 continue
             if job.result is not None:
@@ -212,22 +211,21 @@ class ScoringWorker:
                 break
             self._budget.charge(1, 0)  # its first request, held now so intake stops here
             self._in_flight.add(job.key)
-            scoring.start_soon(self._score, job, together)
+            scoring.start_soon(self._score, job, generation)
             started += 1
         return started
 
-    def _together(self, jobs: Sequence[Job]) -> dict[str, Together]:
-        """One `Together` per generation among `jobs`: its LLM scorers share a judge request."""
+    def _generations(self, jobs: Sequence[Job]) -> dict[str, Generation]:
+        """The generations among `jobs`, by run id: each with the scorers of its jobs here."""
         by_run: dict[str, list[Scorer]] = {}
         for job in jobs:
             if job.scorer_id in self._scorers:  # else dropped as it starts
                 by_run.setdefault(job.run.run_id, []).append(self._scorers[job.scorer_id])
-        groups = {run_id: Together(scorers) for run_id, scorers in by_run.items()}
-        return {run_id: together for run_id, together in groups.items() if together.sharing}
+        return {run_id: Generation.of(scorers) for run_id, scorers in by_run.items()}
 
-    async def _score(self, job: Job, together: Together | None = None) -> None:
+    async def _score(self, job: Job, generation: Generation | None) -> None:
         try:
-            await self._score_and_keep(job, together)
+            await self._score_and_keep(job, generation)
         finally:
             # Only now: until its row is marked for retry or its result is kept for export,
             # the job must not look due to the loop.
@@ -235,28 +233,25 @@ class ScoringWorker:
             if self._wake is not None:
                 self._wake.set()
 
-    async def _score_and_keep(self, job: Job, together: Together | None) -> None:
+    async def _score_and_keep(self, job: Job, generation: Generation | None) -> None:
         scorer = self._scorers[job.scorer_id]
+        # A job per scorer, sharing its generation's judge request with the others' jobs.
+        alone = Generation((scorer,)) if generation is None else generation.alone(scorer)
         delay = self._retry.delay(job.attempts + 1)
         may_retry = self._max_age is None or time.time() - job.created + delay < self._max_age
         gate = _JobRequests(self._budget)
+        # One try: a passing failure waits on disk, not in memory. A crash of our own keeps
+        # the job for a later try too (scorers return their failures as values).
+        scoring = Scoring(
+            telemetry=self._telemetry,
+            timeout=self._run_timeout,
+            retry=may_retry,
+            crash_fails=False,
+        )
         try:
             with keyed_ids(job.key, job.attempts), gated_requests(gate):
-
-                async def attempt(judge: Judge | None) -> ScoreResult:
-                    return await evaluate(
-                        self._telemetry,
-                        scorer,
-                        job.run,
-                        timeout=self._run_timeout,
-                        may_retry=may_retry,
-                        judge=judge,
-                    )
-
-                result = await (
-                    attempt(None) if together is None else together.score(scorer, attempt)
-                )
-        except Exception as exc:  # scorers return failures as values; this is our own fault
+                (result,) = await score_generation(alone, job.run, scoring)
+        except Exception as exc:
             _log.error("serve_job_failed", scorer=job.scorer_id, error_type=type(exc).__name__)
             await self._retry_later(job.key, delay)
             return

@@ -23,6 +23,7 @@ from agentscore._runtime.hooks import after_fork_in_child
 from agentscore._runtime.workqueue import WorkQueue
 from agentscore.errors import ConfigurationError
 from agentscore.evals import Evals
+from agentscore.pipeline.sampling import sampled, trace_point
 from agentscore.run import ScorerRun
 from agentscore.spans.assembler import TraceAssembler
 from agentscore.spans.records import SpanRecord
@@ -31,8 +32,6 @@ from agentscore.telemetry.core import AGENTSCORE_SCOPE, Telemetry, scoring_in_pr
 __all__ = ["ScoringSpanProcessor"]
 
 _log = structlog.get_logger("agentscore.spans")
-_LOW_64_BITS = (1 << 64) - 1
-_TRACE_ID_SPACE = float(1 << 64)
 
 
 class ScoringSpanProcessor(SpanProcessor):
@@ -66,8 +65,7 @@ class ScoringSpanProcessor(SpanProcessor):
         self.max_queue = max_queue
         # The sampling decision is a function of the trace id (agentscore.pipeline.sampling):
         # a trace no scorer would sample is left at once, before any span of it is queued.
-        top_rate = max((entry.sampling for entry in evals.entries), default=0.0)
-        self._sampled_below = top_rate * _TRACE_ID_SPACE
+        self._top_rate = max((entry.sampling for entry in evals.entries), default=0.0)
         self._assembler = TraceAssembler(
             idle_timeout=idle_timeout,
             max_traces=max_traces,
@@ -98,7 +96,7 @@ class ScoringSpanProcessor(SpanProcessor):
         if scope is not None and scope.name == AGENTSCORE_SCOPE:
             return  # agentscore.Agent and @evals.observe score through their own evals
         context = span.context
-        if context is not None and (context.trace_id & _LOW_64_BITS) >= self._sampled_below:
+        if context is not None and not sampled(self._top_rate, trace_point(context.trace_id)):
             return
         try:
             with self._spans.lock:
