@@ -28,7 +28,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="also show each claim with its verdict and the judge's reason",
     )
 
-    evaluate = commands.add_parser("eval", help="score recorded runs from a JSONL file")
+    evaluate = commands.add_parser(
+        "eval",
+        help="score recorded runs from a JSONL file",
+        description="Exit status: 0 done; 1 when a scorer's pass rate is below --fail-under; "
+        "2 for unusable arguments, input, --out file (a malformed line is named by file and "
+        "line) or judge; 130 interrupted.",
+    )
     evaluate.add_argument(
         "data", nargs="?", help="JSONL: one run per line (input, output or messages, context)"
     )

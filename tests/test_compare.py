@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from agentscore.ci.compare import compare_results, read_results
+from agentscore.ci.compare import SHOWN_FLIPS, compare_results, read_results
 from agentscore.cli import main
 from tests.test_cli import GROUNDED, WRONG, write_jsonl
 
@@ -178,6 +178,7 @@ def test_compare_help_gives_the_exit_statuses(capsys: pytest.CaptureFixture[str]
     text = " ".join(capsys.readouterr().out.split())
     assert "0 " in text and "1 when a scorer's pass rate fell by more than --max-drop" in text
     assert "2 when a file is missing, holds no results or a malformed line" in text
+    assert f"at most {SHOWN_FLIPS} flipped records of each kind" in text
 
 
 def flipped_files(tmp_path: Path, count: int) -> tuple[Path, Path]:
