@@ -127,6 +127,8 @@ def entry_with(**changes: object) -> dict[str, object]:
         ({"id": "x", "scores": {"faithfulness": entry_with(score=[1])}}, "score"),
         ({"id": "x", "scores": {"faithfulness": entry_with(score=None)}}, "score"),
         ({"id": "x", "scores": {"faithfulness": entry_with(score=True)}}, "score"),
+        ({"id": "x", "scores": {"faithfulness": entry_with(score=float("nan"))}}, "score"),
+        ({"id": "x", "scores": {"faithfulness": entry_with(score=10**400)}}, "score"),
         ({"id": "x", "scores": {"faithfulness": entry_with(score=...)}}, "score"),
         ({"id": "x", "scores": {"faithfulness": entry_with(status=...)}}, "status"),
         ({"id": "x", "scores": {"faithfulness": entry_with(status=3)}}, "status"),
@@ -225,3 +227,16 @@ def test_a_record_id_or_reason_of_any_text_is_printed_on_its_own_lines(
     assert "  pass -> fail  odd\\ud800\\r\\x1b[31m: 1 -> 0\n" in out
     assert "    new:  bad\\nnew: faked\\u2028line\n" in out
     assert "| odd\ufffd<br>\ufffd[31m | pass -> fail |" in report.read_text(encoding="utf-8")
+
+
+def test_scorer_ids_of_any_text_stay_on_their_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scorer = "faith\nfulness\ud800"
+    failing = {**ENTRY, "score": 0.0, "passed": False}
+    base = write_jsonl(tmp_path / "base.jsonl", [{"id": "a", "scores": {scorer: ENTRY}}])
+    new = write_jsonl(tmp_path / "new.jsonl", [{"id": "a", "scores": {scorer: failing}}])
+    assert main(["compare", str(base), str(new), "--max-drop", "1"]) == 1
+    captured = capsys.readouterr()
+    assert "\nfaith\\nfulness\\ud800  100.0%" in captured.out
+    assert "--max-drop 1: faith\\nfulness\\ud800 -100.0 points" in captured.err

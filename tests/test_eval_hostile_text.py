@@ -187,3 +187,21 @@ def test_duplicate_ids_become_unique_ids_that_a_resume_recognises(
     assert main(argv) == 0
     assert f"resuming: {len(ids)} records already scored" in capsys.readouterr().out
     assert sorted(row["id"] for row in rows_in(out)) == sorted(written)
+
+
+def test_a_record_repeated_in_the_results_file_counts_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Resumes before the line fix appended a record again each time: the last line wins."""
+    data = write_jsonl(tmp_path / "runs.jsonl", [GROUNDED, WRONG])
+    out, junit = tmp_path / "results.jsonl", tmp_path / "report.xml"
+    argv = ["eval", str(data), "--scorer", "faithfulness", "--out", str(out)]
+    assert main(argv) == 0
+    wrong = next(line for line in out.read_text().split("\n") if '"id": "wrong"' in line)
+    with out.open("a") as file:
+        file.write(f"{wrong}\n{wrong}\n")
+    capsys.readouterr()
+
+    assert main([*argv, "--junit", str(junit), "--fail-under", "0.5"]) == 0
+    assert "faithfulness  0.500  50.0%      2       0" in capsys.readouterr().out
+    assert junit_tests(junit) == {"faithfulness": 2}

@@ -415,8 +415,12 @@ def _drop_partial_last_line(path: Path) -> None:
 
 
 def _saved_rows(out: str | None) -> list[dict[str, Any]]:
+    """One row per record id, the last line of each winning (as in `agentscore compare`):
+    a file concatenated, or appended to by an older version, counts each record once."""
     path = Path(out) if out else None
-    return read_result_rows(path) if path is not None and path.is_file() else []
+    if path is None or not path.is_file():
+        return []
+    return list({row["id"]: row for row in read_result_rows(path)}.values())
 
 
 def _unusable(exc: ResultsFileError) -> str:

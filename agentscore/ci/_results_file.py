@@ -99,7 +99,12 @@ def _entry_problem(entry: object) -> str | None:
 
 
 def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an integer too large for a float
+        return False
 
 
 def _wrong(found: Mapping[str, Any], key: str, name: str, expected: str) -> str:

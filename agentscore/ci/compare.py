@@ -220,7 +220,9 @@ def run_compare(
     if max_drop is not None:
         worse = [c for c in changes if c.drop_points > max_drop]
         if worse:
-            listed = ", ".join(f"{c.scorer_id} -{c.drop_points:.1f} points" for c in worse)
+            listed = ", ".join(
+                f"{one_line(c.scorer_id)} -{c.drop_points:.1f} points" for c in worse
+            )
             print(
                 f"agentscore compare: pass rate fell beyond --max-drop {max_drop:g}: {listed}",
                 file=sys.stderr,
@@ -246,7 +248,7 @@ def _delta(base: float | None, new: float | None, *, points: bool) -> str:
 def _summary_rows(changes: Sequence[ScorerChange]) -> list[list[str]]:
     return [
         [
-            c.scorer_id,
+            one_line(c.scorer_id),
             _rate(c.base_pass_rate),
             _rate(c.new_pass_rate),
             _delta(c.base_pass_rate, c.new_pass_rate, points=True),
