@@ -28,7 +28,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="also show each claim with its verdict and the judge's reason",
     )
 
-    evaluate = commands.add_parser("eval", help="score recorded runs from a JSONL file")
+    evaluate = commands.add_parser(
+        "eval",
+        help="score recorded runs from a JSONL file",
+        description="Exit status: 0 done; 1 when a scorer's pass rate is below --fail-under; "
+        "2 for unusable arguments, input, --out file (a malformed line is named by file and "
+        "line) or judge; 130 interrupted.",
+    )
     evaluate.add_argument(
         "data", nargs="?", help="JSONL: one run per line (input, output or messages, context)"
     )
@@ -103,6 +109,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     compare = commands.add_parser(
         "compare",
         help="compare two `eval --out` results files: pass rates, means, flipped records",
+        description="Pairs two `agentscore eval --out` results files by record id; lists at "
+        "most 50 flipped records of each kind per scorer, and counts the rest. Exit status: "
+        "0 done; 1 when a scorer's pass rate fell by more than --max-drop; 2 when a file is "
+        "missing, holds no results or a malformed line (named by file and line), or an "
+        "option is unusable.",
     )
     compare.add_argument("base", help="results JSONL of the reference run")
     compare.add_argument("new", help="results JSONL of the run to check")

@@ -23,7 +23,10 @@ DATA = Path(__file__).with_name("data") / "support_runs.jsonl"
 
 def load(path: Path) -> list[dict[str, object]]:
     items = []
-    for line in path.read_text().splitlines():
+    # JSONL lines end at "\n" only: splitlines() would also cut at U+2028 inside a string.
+    for line in path.read_text(encoding="utf-8").split("\n"):
+        if not line.strip():
+            continue
         record = json.loads(line)
         if "messages" in record:  # split a conversation into the question and the answer
             messages = coerce_messages(record.pop("messages"))

@@ -431,3 +431,21 @@ def test_ctrl_c_ends_cleanly_with_the_resume_hint(tmp_path: Path) -> None:
         f"agentscore eval: interrupted: 0 of 2 records scored and saved in {out}; "
         "run the same command again to resume" in stderr
     )
+
+
+def test_an_out_file_with_a_malformed_line_is_refused_before_anything_is_scored(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = write_jsonl(tmp_path / "runs.jsonl", [GROUNDED, WRONG])
+    entry = {"score": "high", "passed": True, "status": "scored"}
+    rows = [{"id": "grounded", "scores": {}}, {"id": "wrong", "scores": {"faithfulness": entry}}]
+    out = write_jsonl(tmp_path / "results.jsonl", rows)
+    before = out.read_text()
+    argv = ["eval", str(data), "--out", str(out), "--scorer", "faithfulness", "--fail-under", "1"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert (
+        f"agentscore eval: --out {out}:2: the 'faithfulness' score: 'score' is a string "
+        '"high"; expected a number' in err
+    )
+    assert out.read_text() == before

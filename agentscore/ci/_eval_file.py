@@ -21,8 +21,11 @@ from agentscore.adapters import coerce_messages
 from agentscore.ci._eval_failures import Breaker, FailureTally, JudgeKeepsFailing
 from agentscore.ci._eval_progress import Progress
 from agentscore.ci._failing import failing_claims
+from agentscore.ci._jsonl import dump_line, read_lines
 from agentscore.ci._junit import write_junit
 from agentscore.ci._markdown import publish, render_eval
+from agentscore.ci._one_line import one_line
+from agentscore.ci._results_file import ResultsFileError, read_result_rows
 from agentscore.ci._table import render_table
 from agentscore.ci.batch import EvalItemResult, run_evals_sync, split_messages
 from agentscore.context import run_context
@@ -120,18 +123,22 @@ def run_eval_file(options: EvalOptions) -> int:
         skipped = len(malformed)
     for line, reason in malformed:
         where = f"{options.data}:{line}" if line else options.data
-        print(f"agentscore eval: {where}: skipped: {reason}", file=sys.stderr)
+        print(f"agentscore eval: {where}: skipped: {one_line(reason)}", file=sys.stderr)
     for line, reason in duplicates:
-        print(f"agentscore eval: {options.data}:{line}: {reason}", file=sys.stderr)
+        print(f"agentscore eval: {options.data}:{line}: {one_line(reason)}", file=sys.stderr)
     for note in notes:
-        print(f"agentscore eval: {options.data}: {note}", file=sys.stderr)
+        print(f"agentscore eval: {options.data}: {one_line(note)}", file=sys.stderr)
     problem = _check_input(options, len(items), skipped, nothing_found)
     if problem:
         print(f"agentscore eval: {problem}", file=sys.stderr)
         return 2
     if options.out:
         _drop_partial_last_line(Path(options.out))
-    done = _done_ids(Path(options.out)) if options.out else set()
+    try:
+        done = {row["id"] for row in _saved_rows(options.out)}
+    except ResultsFileError as exc:
+        print(f"agentscore eval: --out {_unusable(exc)}", file=sys.stderr)
+        return 2
     todo = [item for item in items if item["id"] not in done]
     if len(todo) < len(items):
         print(f"resuming: {len(items) - len(todo)} records already scored in {options.out}")
@@ -167,11 +174,15 @@ def run_eval_file(options: EvalOptions) -> int:
         return 130
     state.close()
 
-    rows = _all_rows(Path(options.out)) if options.out else state.rows
+    try:
+        rows = _saved_rows(options.out) if options.out else state.rows
+    except ResultsFileError as exc:  # the file changed under the run
+        print(f"agentscore eval: --out {_unusable(exc)}", file=sys.stderr)
+        return 2
     summary = _summarize(rows, scorers)
     print(render_table(_HEADERS, summary.table))
     for failure in state.failures.lines():
-        print(f"agentscore eval: {failure}", file=sys.stderr)
+        print(f"agentscore eval: {one_line(failure)}", file=sys.stderr)
     for scorer_id, count in summary.no_context.items():
         print(
             f"agentscore eval: {scorer_id}: {count} record(s) had no context and were not "
@@ -183,7 +194,7 @@ def run_eval_file(options: EvalOptions) -> int:
     if stopped is not None:
         saved = f"saved in {options.out}; rerun to resume" if options.out else "not saved"
         print(
-            f"agentscore eval: stopped: {stopped} (first: {stopped.example}); "
+            f"agentscore eval: stopped: {stopped} (first: {one_line(stopped.example)}); "
             f"{len(state.rows)} of {len(todo)} records done, {saved}. Check the judge "
             "(OPENAI_BASE_URL / OPENAI_API_KEY), or use --judge local; "
             "--max-consecutive-failures sets the limit (0: never stop)",
@@ -193,7 +204,7 @@ def run_eval_file(options: EvalOptions) -> int:
     if summary.refused:
         print("agentscore eval: every judge request failed:", file=sys.stderr)
         for error_type, message in sorted(summary.refused.items()):
-            print(f"  {explain(error_type, message, options.judge)}", file=sys.stderr)
+            print(f"  {one_line(explain(error_type, message, options.judge))}", file=sys.stderr)
         print(
             "agentscore eval: nothing was judged; fix the judge (agentscore check tells what "
             "is wrong), or use --judge local",
@@ -322,41 +333,52 @@ def _check_input(
 def _read_items(
     path: Path,
 ) -> tuple[list[dict[str, Any]], list[tuple[int, str]], list[tuple[int, str]]]:
-    """The records, the lines skipped and why, and the duplicate ids. A repeated id gets a
-    suffix (`a#2`) so that each record keeps its own line in the results and a resume knows
-    which of them are done."""
+    """The records, the lines skipped and why, and the duplicate ids."""
     items: list[dict[str, Any]] = []
+    numbers: list[int] = []
     malformed: list[tuple[int, str]] = []
-    duplicates: list[tuple[int, str]] = []
+    for line in read_lines(path):
+        try:
+            item = _item(json.loads(line.text), line.number)
+        except json.JSONDecodeError as exc:
+            malformed.append((line.number, f"not valid JSON ({exc.msg})"))
+            continue
+        except (TypeError, ValueError, RecursionError) as exc:
+            malformed.append((line.number, str(exc) or type(exc).__name__))
+            continue
+        items.append(item)
+        numbers.append(line.number)
+    return items, malformed, _number_repeats(items, numbers)
+
+
+def _number_repeats(items: list[dict[str, Any]], numbers: list[int]) -> list[tuple[int, str]]:
+    """Give each record after the first of its id a new id (`a#2`, `a#3`...), so that each
+    keeps its own line in the results and a resume knows which are done. A new id is never
+    one the file gives another record, and depends on the file alone, so a resume gives the
+    same. Returns a note for each record renamed, by line."""
+    taken = {item["id"] for item in items}
     first_line: dict[str, int] = {}
-    seen: Counter[str] = Counter()
-    with path.open(encoding="utf-8", errors="replace") as lines:
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                item = _item(json.loads(line), number)
-            except json.JSONDecodeError as exc:
-                malformed.append((number, f"not valid JSON ({exc.msg})"))
-                continue
-            except (TypeError, ValueError) as exc:
-                malformed.append((number, str(exc)))
-                continue
-            record_id = item["id"]
-            seen[record_id] += 1
-            if seen[record_id] == 1:
-                first_line[record_id] = number
-            else:
-                item["id"] = f"{record_id}#{seen[record_id]}"
-                duplicates.append(
-                    (
-                        number,
-                        f"duplicate id {record_id!r} (first on line {first_line[record_id]}); "
-                        f"recorded as {item['id']!r}",
-                    )
-                )
-            items.append(item)
-    return items, malformed, duplicates
+    last_suffix: Counter[str] = Counter()
+    duplicates: list[tuple[int, str]] = []
+    for item, number in zip(items, numbers, strict=True):
+        record_id = item["id"]
+        if record_id not in first_line:
+            first_line[record_id] = number
+            continue
+        suffix = max(last_suffix[record_id], 1) + 1
+        while f"{record_id}#{suffix}" in taken:
+            suffix += 1
+        last_suffix[record_id] = suffix
+        item["id"] = f"{record_id}#{suffix}"
+        taken.add(item["id"])
+        duplicates.append(
+            (
+                number,
+                f"duplicate id {record_id!r} (first on line {first_line[record_id]}); "
+                f"recorded as {item['id']!r}",
+            )
+        )
+    return duplicates
 
 
 def _item(record: object, line: int) -> dict[str, Any]:
@@ -392,22 +414,20 @@ def _drop_partial_last_line(path: Path) -> None:
             file.truncate(data.rfind(b"\n") + 1)
 
 
-def _done_ids(path: Path) -> set[str]:
-    return {str(row["id"]) for row in _all_rows(path) if "id" in row}
-
-
-def _all_rows(path: Path) -> list[dict[str, Any]]:
-    if not path.is_file():
+def _saved_rows(out: str | None) -> list[dict[str, Any]]:
+    """One row per record id, the last line of each winning (as in `agentscore compare`):
+    a file concatenated, or appended to by an older version, counts each record once."""
+    path = Path(out) if out else None
+    if path is None or not path.is_file():
         return []
-    rows = []
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            continue  # a line cut short by an interruption: that record is scored again
-        if isinstance(row, dict):
-            rows.append(row)
-    return rows
+    return list({row["id"]: row for row in read_result_rows(path)}.values())
+
+
+def _unusable(exc: ResultsFileError) -> str:
+    return (
+        f"{exc.path}:{exc.line}: {one_line(exc.problem)}; give a results file this command "
+        "wrote, or a new file name"
+    )
 
 
 @dataclass(slots=True)
@@ -479,7 +499,7 @@ class _Output:
             if self._closed:
                 return False
             if self._file is not None:
-                self._file.write(json.dumps(row, ensure_ascii=False) + "\n")
+                self._file.write(dump_line(row))
                 self._file.flush()
             return True
 

@@ -16,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from agentscore.ci._jsonl import read_lines
 from agentscore.spans.assembler import TraceAssembler
 from agentscore.spans.records import SpanRecord
 
@@ -58,17 +59,14 @@ def read_trace_items(path: Path) -> TraceItems:
     assembler = TraceAssembler(idle_timeout=float("inf"), max_traces=1_000_000)
     found = TraceItems()
     runs = []
-    with path.open(encoding="utf-8", errors="replace") as lines:
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                spans = _spans(line)
-            except (ValueError, KeyError, TypeError) as exc:
-                found.malformed.append((number, f"not an OTLP/JSON request or span ({exc})"))
-                continue
-            for span in spans:
-                runs += assembler.add(span, 0.0)
+    for line in read_lines(path):
+        try:
+            spans = _spans(line.text)
+        except (ValueError, KeyError, TypeError) as exc:
+            found.malformed.append((line.number, f"not an OTLP/JSON request or span ({exc})"))
+            continue
+        for span in spans:
+            runs += assembler.add(span, 0.0)
     runs += assembler.drain()
     for run in runs:
         if run.read_error is not None:

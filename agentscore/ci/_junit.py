@@ -58,7 +58,10 @@ def _add_case(
         counts["errors"] += 1
         error = entry.get("error") or {"type": "RecordError", "message": row.get("error")}
         element = ET.SubElement(
-            case, "error", message=_xml(str(error.get("message"))), type=str(error.get("type"))
+            case,
+            "error",
+            message=_xml(str(error.get("message"))),
+            type=_xml(str(error.get("type"))),
         )
         element.text = _xml(describe_failure(scorer_id, None, None, [], error))
     elif outcome == "failure":
@@ -68,7 +71,7 @@ def _add_case(
             case,
             "failure",
             message=_xml(f"{scorer_id} {score:g}: {entry.get('reason')}"),
-            type=str(entry.get("label") or "fail"),
+            type=_xml(str(entry.get("label") or "fail")),
         )
         claims = entry.get("failing_claims") or []
         element.text = _xml(describe_failure(scorer_id, score, entry.get("reason"), claims))

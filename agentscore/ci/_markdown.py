@@ -7,20 +7,38 @@ report is appended there when it is set, so the job shows it without extra steps
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from agentscore.ci._failing import case_outcome
 
-__all__ = ["cell", "publish", "render_eval", "table"]
+__all__ = ["Own", "cell", "publish", "render_eval", "table"]
 
 _SHOWN_CLAIMS = 3
+_MARKUP_ESCAPES = {"\\": "\\\\", "|": "\\|", "&": "&amp;", "<": "&lt;", ">": "&gt;"}
+_MARKUP = re.compile("[\\\\|&<>]")
+# Every line end `str.splitlines` knows; "\r\n" is one.
+_LINE_BREAK = re.compile("\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
+_UNSHOWABLE = re.compile("[\x00-\x08\x0e-\x1b\x1f\x7f-\x84\x86-\x9f\ud800-\udfff]")
+
+
+class Own(str):
+    """Text agentscore writes itself (`pass -> fail`, `1 -> 0`), put in a cell as it is."""
+
+    __slots__ = ()
 
 
 def cell(text: object) -> str:
-    """Text safe inside a markdown table cell."""
-    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", "<br>")
+    """Any text as one markdown table cell (or heading): pipes and backslashes escaped, HTML
+    written as text (the job summary renders HTML), every line break a `<br>` (a raw one
+    would end the table row), and what no page can show (control characters, lone
+    surrogates) U+FFFD."""
+    if isinstance(text, Own):
+        return text
+    text = _MARKUP.sub(lambda found: _MARKUP_ESCAPES[found[0]], str(text))
+    return _UNSHOWABLE.sub("\ufffd", _LINE_BREAK.sub("<br>", text))
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
@@ -32,10 +50,10 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
 def publish(text: str, path: str | None) -> None:
     """Write the report to `path` (if given) and append it to `$GITHUB_STEP_SUMMARY`."""
     if path:
-        Path(path).write_text(text, encoding="utf-8")
+        Path(path).write_text(text, encoding="utf-8", errors="backslashreplace")
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:
-        with Path(summary).open("a", encoding="utf-8") as file:
+        with Path(summary).open("a", encoding="utf-8", errors="backslashreplace") as file:
             file.write(text)
 
 

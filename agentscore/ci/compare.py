@@ -2,12 +2,13 @@
 
 Two results files of `agentscore eval --out` are paired by record id. Per scorer: the pass
 rate and mean of each run over the records both hold, their change, the records whose
-verdict flipped (with both reasons), and how much the sample size lets the change say.
+verdict flipped (with both reasons), and how much the sample size lets the change say. The
+reports list at most `SHOWN_FLIPS` flips of each kind per scorer and count the rest, so
+thousands of flips still make a page a job summary can hold.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import sys
@@ -17,10 +18,23 @@ from pathlib import Path
 from typing import Any
 
 from agentscore.ci._failing import case_outcome
-from agentscore.ci._markdown import publish, table
+from agentscore.ci._markdown import Own, cell, publish, table
+from agentscore.ci._one_line import one_line
+from agentscore.ci._results_file import ResultsFileError, read_result_rows
 from agentscore.ci._table import render_table
 
-__all__ = ["Flip", "ScorerChange", "compare_results", "read_results", "run_compare"]
+__all__ = [
+    "SHOWN_FLIPS",
+    "Flip",
+    "ResultsFileError",
+    "ScorerChange",
+    "compare_results",
+    "read_results",
+    "run_compare",
+]
+
+SHOWN_FLIPS = 50  # per scorer and kind (pass -> fail, fail -> pass), in each report
+_SHOWN_REASON = 500  # characters of each reason shown; the results files keep all of it
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,16 +98,9 @@ class ScorerChange:
 
 def read_results(path: str | Path) -> dict[str, dict[str, Any]]:
     """The rows of a results file by record id; a later line for an id wins (a resumed run
-    appends), and a line cut short is ignored."""
-    rows: dict[str, dict[str, Any]] = {}
-    for line in Path(path).read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(row, dict) and "id" in row and isinstance(row.get("scores"), dict):
-            rows[str(row["id"])] = row
-    return rows
+    appends), and a last line cut short is ignored. A line that is not what `agentscore eval
+    --out` writes raises `ResultsFileError`, naming the file and line."""
+    return {row["id"]: row for row in read_result_rows(Path(path))}
 
 
 def compare_results(
@@ -178,7 +185,7 @@ def run_compare(
     base_path: str, new_path: str, *, max_drop: float | None = None, markdown: str | None = None
 ) -> int:
     """Exit status: 0, 1 when a pass rate fell by more than `max_drop` points, 2 when a file
-    cannot be read or holds no results."""
+    is missing, holds no results or a malformed line (never 1: only a real drop is 1)."""
     if max_drop is not None and max_drop < 0:
         print("agentscore compare: --max-drop must be 0 or more points", file=sys.stderr)
         return 2
@@ -187,7 +194,15 @@ def run_compare(
         if not Path(path).is_file():
             print(f"agentscore compare: cannot read {path!r}: no such file", file=sys.stderr)
             return 2
-        rows = read_results(path)
+        try:
+            rows = read_results(path)
+        except ResultsFileError as exc:
+            print(
+                f"agentscore compare: {exc.path}:{exc.line}: {one_line(exc.problem)}; expected "
+                "the JSONL that `agentscore eval --out` writes",
+                file=sys.stderr,
+            )
+            return 2
         if not rows:
             print(
                 f"agentscore compare: no results in {path!r}; expected the JSONL that "
@@ -205,7 +220,9 @@ def run_compare(
     if max_drop is not None:
         worse = [c for c in changes if c.drop_points > max_drop]
         if worse:
-            listed = ", ".join(f"{c.scorer_id} -{c.drop_points:.1f} points" for c in worse)
+            listed = ", ".join(
+                f"{one_line(c.scorer_id)} -{c.drop_points:.1f} points" for c in worse
+            )
             print(
                 f"agentscore compare: pass rate fell beyond --max-drop {max_drop:g}: {listed}",
                 file=sys.stderr,
@@ -231,7 +248,7 @@ def _delta(base: float | None, new: float | None, *, points: bool) -> str:
 def _summary_rows(changes: Sequence[ScorerChange]) -> list[list[str]]:
     return [
         [
-            c.scorer_id,
+            one_line(c.scorer_id),
             _rate(c.base_pass_rate),
             _rate(c.new_pass_rate),
             _delta(c.base_pass_rate, c.new_pass_rate, points=True),
@@ -262,44 +279,72 @@ def _score_text(score: float | None) -> str:
     return "error" if score is None else f"{score:g}"
 
 
-def render_text(changes: Sequence[ScorerChange], unpaired: int) -> str:
+def _reason_text(reason: str) -> str:
+    if len(reason) <= _SHOWN_REASON:
+        return reason
+    return f"{reason[:_SHOWN_REASON]}... ({len(reason) - _SHOWN_REASON} more characters)"
+
+
+def _left_out(count: int, title: str) -> str:
+    return f"{count} more {title} records not shown (the results files hold every one)"
+
+
+def _kinds(change: ScorerChange) -> tuple[tuple[str, list[Flip]], ...]:
+    return (("pass -> fail", change.to_fail), ("fail -> pass", change.to_pass))
+
+
+def render_text(changes: Sequence[ScorerChange], unpaired: int, shown: int = SHOWN_FLIPS) -> str:
+    """The comparison for a terminal or CI log: record text is escaped onto its own lines,
+    and at most `shown` flips of each kind are listed per scorer."""
     lines = [render_table(_HEADERS, _summary_rows(changes))]
     if unpaired:
         lines.append(f"{unpaired} records are in only one of the files and are not compared.")
     for change in changes:
-        lines.append(f"\n{change.scorer_id}: {change.significance()}")
-        for title, flips in (("pass -> fail", change.to_fail), ("fail -> pass", change.to_pass)):
-            for flip in flips:
+        lines.append(f"\n{one_line(change.scorer_id)}: {change.significance()}")
+        for title, flips in _kinds(change):
+            for flip in flips[:shown]:
                 lines.append(
-                    f"  {title}  {flip.record_id}: "
+                    f"  {title}  {one_line(flip.record_id)}: "
                     f"{_score_text(flip.base_score)} -> {_score_text(flip.new_score)}"
                 )
-                lines.append(f"    base: {flip.base_reason}")
-                lines.append(f"    new:  {flip.new_reason}")
+                lines.append(f"    base: {one_line(_reason_text(flip.base_reason))}")
+                lines.append(f"    new:  {one_line(_reason_text(flip.new_reason))}")
+            if len(flips) > shown:
+                lines.append(f"  and {_left_out(len(flips) - shown, title)}")
     return "\n".join(lines)
 
 
 def render_markdown(
-    changes: Sequence[ScorerChange], unpaired: int, base_path: str, new_path: str
+    changes: Sequence[ScorerChange],
+    unpaired: int,
+    base_path: str,
+    new_path: str,
+    shown: int = SHOWN_FLIPS,
 ) -> str:
-    parts = [f"## agentscore compare: `{base_path}` -> `{new_path}`", ""]
+    """The comparison as markdown: every text from a file or a record is escaped (see
+    `cell`), and at most `shown` flips of each kind are listed per scorer."""
+    parts = [f"## agentscore compare: {cell(base_path)} -> {cell(new_path)}", ""]
     parts += [table(_HEADERS, _summary_rows(changes)), ""]
     if unpaired:
         parts += [f"{unpaired} records are in only one of the files and are not compared.", ""]
     for change in changes:
-        parts += [f"### {change.scorer_id}", "", change.significance(), ""]
-        flips = [("pass -> fail", f) for f in change.to_fail]
-        flips += [("fail -> pass", f) for f in change.to_pass]
-        if flips:
-            rows = [
-                [
-                    flip.record_id,
-                    title,
-                    f"{_score_text(flip.base_score)} -> {_score_text(flip.new_score)}",
-                    flip.base_reason,
-                    flip.new_reason,
-                ]
-                for title, flip in flips
+        parts += [f"### {cell(change.scorer_id)}", "", change.significance(), ""]
+        rows = [
+            [
+                flip.record_id,
+                Own(title),
+                Own(f"{_score_text(flip.base_score)} -> {_score_text(flip.new_score)}"),
+                _reason_text(flip.base_reason),
+                _reason_text(flip.new_reason),
             ]
+            for title, flips in _kinds(change)
+            for flip in flips[:shown]
+        ]
+        if rows:
             parts += [table(["record", "flip", "score", "base reason", "new reason"], rows), ""]
+        parts += [
+            f"{_left_out(len(flips) - shown, title)}.\n"
+            for title, flips in _kinds(change)
+            if len(flips) > shown
+        ]
     return "\n".join(parts) + "\n"
