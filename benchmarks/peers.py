@@ -27,7 +27,7 @@ Figures per library, from the judge's counters:
 
 Then the four-scorer set per generation (faithfulness, hallucination, answer relevancy,
 completeness) on the same cases: agentscore with the four sharing one judge request
-(`score_together`) and each alone; deepeval's FaithfulnessMetric, HallucinationMetric,
+(the pipeline's `score_generation`) and each alone; deepeval's FaithfulnessMetric, HallucinationMetric,
 AnswerRelevancyMetric and GEval (completeness, evaluation steps given); ragas' Faithfulness,
 AnswerRelevancy (its question generations and embedding requests, which the judge server
 answers and counts) and DomainSpecificRubrics (completeness); ragas has no hallucination
@@ -68,6 +68,7 @@ import httpx  # noqa: E402
 from openai import AsyncOpenAI  # noqa: E402
 
 from agentscore.judges import OpenAIJudge  # noqa: E402
+from agentscore.pipeline.generation import Generation, Scoring, score_generation  # noqa: E402
 from agentscore.result import ScoreResult  # noqa: E402
 from agentscore.run import ScorerRun  # noqa: E402
 from agentscore.scorers import (  # noqa: E402
@@ -77,7 +78,6 @@ from agentscore.scorers import (  # noqa: E402
     create_faithfulness_scorer,
     create_hallucination_scorer,
 )
-from agentscore.scorers.together import score_together  # noqa: E402
 from benchmarks.halueval_qa_cases import Case, load_cases  # noqa: E402
 
 PEERS_VENV = ROOT / ".cache" / "peers-venv"
@@ -275,7 +275,7 @@ async def agentscore_set_pass(
             started = time.perf_counter()
             results: list[ScoreResult] = []
             if together:
-                results = await score_together(scorers, run)
+                results = await score_generation(Generation.of(scorers), run, Scoring())
             else:
                 async with anyio.create_task_group() as group:
                     for scorer in scorers:
