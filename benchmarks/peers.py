@@ -27,8 +27,8 @@ Figures per library, from the judge's counters:
 
 Then the four-scorer set per generation (faithfulness, hallucination, answer relevancy,
 completeness) on the same cases: agentscore with the four sharing one judge request
-(the pipeline's `score_generation`) and each alone; deepeval's FaithfulnessMetric, HallucinationMetric,
-AnswerRelevancyMetric and GEval (completeness, evaluation steps given); ragas' Faithfulness,
+(the pipeline's `score_generation`) and each alone; deepeval's FaithfulnessMetric,
+HallucinationMetric, AnswerRelevancyMetric and GEval (completeness, evaluation steps given); ragas' Faithfulness,
 AnswerRelevancy (its question generations and embedding requests, which the judge server
 answers and counts) and DomainSpecificRubrics (completeness); ragas has no hallucination
 metric, so it is 1 - faithfulness at no cost. Requests, prompt and completion tokens per
