@@ -26,13 +26,14 @@ Figures per library, from the judge's counters:
   runs, and the ratios against agentscore's default mode.
 
 Then the four-scorer set per generation (faithfulness, hallucination, answer relevancy,
-completeness) on the same cases: agentscore with the four sharing one judge request
-(the pipeline's `score_generation`) and each alone; deepeval's FaithfulnessMetric,
-HallucinationMetric, AnswerRelevancyMetric and GEval (completeness, evaluation steps
-given); ragas' Faithfulness, AnswerRelevancy (its question generations and embedding
-requests, which the judge server answers and counts) and DomainSpecificRubrics (completeness); ragas has no hallucination
-metric, so it is 1 - faithfulness at no cost. Requests, prompt and completion tokens per
-generation (the judge's count: characters / 4, one rule for all), round trips, wall time.
+completeness) on the same cases: agentscore with the four sharing one judge request (the
+pipeline's `score_generation`) and each alone; deepeval's FaithfulnessMetric,
+HallucinationMetric, AnswerRelevancyMetric and GEval (completeness, evaluation steps given);
+ragas' Faithfulness, AnswerRelevancy (its question generations and embedding requests, which
+the judge server answers and counts) and DomainSpecificRubrics (completeness); ragas has no
+hallucination metric, so it is 1 - faithfulness at no cost. Requests, prompt and completion
+tokens per generation (the judge's count: characters / 4, one rule for all), round trips,
+wall time.
 
 The run fails (exit 1) if any library scored fewer than all cases, a prompt went
 unrecognised, or a request count varied between repeats.
