@@ -38,6 +38,8 @@ from agentscore.run import ScorerRun
 from agentscore.scorers.base import Scorer
 from agentscore.scorers.together import Together
 from agentscore.telemetry.core import Telemetry
+from agentscore.telemetry.evaluations import record_outcome
+from agentscore.telemetry.ledger import FAILED
 
 __all__ = [
     "DropHandler",
@@ -354,7 +356,10 @@ def _scorer_name(job: ScoreJob) -> str:
 
 def failed_result(job: ScoreJob, run: ScorerRun, exc: Exception) -> ScoreResult:
     """The scorer's own failed result for `run`; a bare one when even that raises (a scorer
-    object broken enough), so that the run still ends and its sinks hear of it."""
+    object broken enough), so that the run still ends and its sinks hear of it. Such a run
+    ended without evaluate emitting it: it is counted `failed` in the ledger here."""
+    if job.telemetry is not None:
+        record_outcome(job.telemetry, FAILED, _scorer_name(job), run.agent_name)
     try:
         return job.scorer.failed_result(run, exc)
     except Exception as broken:
