@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 import pytest
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.trace import SpanContext, TraceFlags
@@ -27,10 +28,16 @@ from agentscore.errors import ConfigurationError
 from agentscore.judges import OpenAIJudge
 from agentscore.pipeline.retry import RetryPolicy
 from agentscore.scorers import create_faithfulness_scorer, create_hallucination_scorer
-from agentscore.telemetry.core import SCORE_BOUNDARIES
+from agentscore.serve.ingest import Ingestor
+from agentscore.serve.otlp import decode_traces
+from agentscore.serve.queue import SqliteQueue
+from agentscore.serve.stats import ServiceStats
+from agentscore.telemetry.core import AGENTSCORE_SCOPE, SCORE_BOUNDARIES
+from agentscore.telemetry.ledger import ledger_for
 from agentscore.testing import ScriptedEndpoint, ScriptedReply, chat_completion, http_error
 from agentscore.usage import JudgeUsage, Price, judge_cost
 from tests.conftest import Otel
+from tests.serve_support import ANSWER, recorded_generations
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "dashboards.md"
 PRICE = Price(input_per_million=0.15, output_per_million=0.6)
@@ -364,3 +371,55 @@ def test_prices_from_the_environment_and_bad_prices(monkeypatch: pytest.MonkeyPa
         Telemetry(prices={"gpt-4o-mini": "cheap"})  # type: ignore[dict-item]
     with pytest.raises(ConfigurationError, match="Price"):
         Telemetry(prices=[("gpt-4o-mini", PRICE)])  # type: ignore[arg-type]
+
+
+def test_the_service_counts_sampling_and_filter_as_it_reads_generations(
+    scrape: Scrape, tmp_path: Path
+) -> None:
+    """`agentscore serve`'s ingest: each generation read from OTLP spans is counted
+    `sampled_out` for a scorer that skips it and `filtered` when the filter vetoes it."""
+    body = encode_spans(recorded_generations([ANSWER, "Order 1042 is lost."]))
+    records = decode_traces(body.SerializeToString(), "application/x-protobuf", max_size=1 << 20)
+    queue = SqliteQueue(tmp_path / "q.db")
+    stats = ServiceStats(scrape.provider, depth=lambda: 0, oldest_age=lambda: 0.0)
+    evals = Evals(
+        scorers=[
+            SampledScorer(create_faithfulness_scorer("local", id="always"), 1.0),
+            SampledScorer(create_faithfulness_scorer("local", id="never"), 0.0),
+        ],
+        filter=lambda run: "lost" not in str(run.output),
+    )
+    ledger = ledger_for(scrape.provider, AGENTSCORE_SCOPE)
+    Ingestor(queue, evals, stats, ledger=ledger).ingest(records)
+    samples = scrape.samples()
+    runs = "agentscore_evaluation_runs_total"
+    always, never = dict(gen_ai_evaluation_name="always"), dict(gen_ai_evaluation_name="never")
+    assert total(samples, runs, agentscore_outcome="filtered", **always) == 1
+    assert total(samples, runs, agentscore_outcome="sampled_out", **never) == 2
+    assert total(samples, runs, **always) + total(samples, runs, **never) == 3
+    assert queue.pending_jobs == 1  # its outcome is counted when the worker ends it
+    queue.close()
+
+
+def test_a_run_that_ends_before_its_scorer_runs_is_counted_failed_once(scrape: Scrape) -> None:
+    """Messages that raise while being read end the run in the runner, not in evaluate: the
+    ledger still counts it, once, as failed."""
+
+    def unreadable() -> Iterator[str]:
+        yield "Where is order 42?"
+        raise ConnectionResetError("stream cut")
+
+    runner = Runner()
+    evals = Evals(
+        scorers=[create_faithfulness_scorer("local", id="reads")],
+        runner=runner,
+        telemetry=Telemetry(meter_provider=scrape.provider),
+    )
+    assert evals.submit(unreadable(), "Order 42 shipped.", documents=[DOCUMENT])
+    assert runner.flush(timeout=10)
+    runner.shutdown(timeout=5)
+    assert runner.stats().failed == 1
+    samples = scrape.samples()
+    reads = dict(gen_ai_evaluation_name="reads")
+    assert total(samples, "agentscore_evaluation_runs_total", **reads) == 1
+    assert total(samples, "agentscore_evaluation_runs_total", agentscore_outcome="failed") == 1
