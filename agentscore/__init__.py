@@ -20,6 +20,7 @@ from agentscore.spans import ScoringSpanProcessor
 from agentscore.telemetry import Telemetry
 from agentscore.telemetry.setup import TelemetrySetup, setup_telemetry
 from agentscore.tools import Tool, tool
+from agentscore.usage import Price
 
 __all__ = [
     "Agent",
@@ -29,6 +30,7 @@ __all__ = [
     "JudgeError",
     "JudgeOutputError",
     "Message",
+    "Price",
     "Runner",
     "RunnerStats",
     "SampledScorer",

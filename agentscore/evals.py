@@ -107,7 +107,8 @@ class Evals:
             run_id = f"{random.getrandbits(128):032x}"  # unique, not secret: no need for uuid4
             valid = context.is_valid
             trace_id = f"{context.trace_id:032x}" if valid else None
-            chosen = sampled_scorers(self._entries, trace_id, run_id)
+            ledger = self._telemetry(None).ledger
+            chosen = sampled_scorers(self._entries, trace_id, run_id, ledger, agent_name)
             if not chosen:
                 return False
             header = ScorerRun.unchecked(
@@ -159,7 +160,11 @@ class Evals:
         """
         try:
             chosen = sampled_scorers(
-                self._entries if entries is None else entries, run.trace_id, run.run_id
+                self._entries if entries is None else entries,
+                run.trace_id,
+                run.run_id,
+                self._telemetry(telemetry).ledger,
+                run.agent_name,
             )
             return bool(chosen) and self._queue(run, chosen, telemetry, on_result)
         except Exception as exc:
@@ -177,12 +182,17 @@ class Evals:
         """`submit_run` for async callers: a sync filter runs in a worker thread, so a slow
         one never holds the caller's event loop (which `generate_sync` callers share)."""
         try:
+            ledger = self._telemetry(telemetry).ledger
             chosen = sampled_scorers(
-                self._entries if entries is None else entries, run.trace_id, run.run_id
+                self._entries if entries is None else entries,
+                run.trace_id,
+                run.run_id,
+                ledger,
+                run.agent_name,
             )
             if not chosen:
                 return False
-            if not await accepts_async(self.filter, run):
+            if not await accepts_async(self.filter, run, ledger, chosen):
                 return False
             return self._enqueue(run, chosen, telemetry, on_result)
         except Exception as exc:
@@ -233,9 +243,13 @@ class Evals:
         telemetry: Telemetry | None,
         on_result: ScoreSink | None,
     ) -> bool:
-        if not accepts(self.filter, run):
+        if not accepts(self.filter, run, self._telemetry(telemetry).ledger, chosen):
             return False
         return self._enqueue(run, chosen, telemetry, on_result)
+
+    def _telemetry(self, telemetry: Telemetry | None) -> Telemetry:
+        """Where a run's evaluations (and the ledger's counts of it) go."""
+        return telemetry or self.telemetry or current_telemetry()
 
     def _enqueue(
         self,
@@ -246,7 +260,7 @@ class Evals:
         read: Callable[[], ScorerRun] | None = None,
     ) -> bool:
         runner = self.runner or default_runner()
-        job_telemetry = telemetry or self.telemetry or current_telemetry()
+        job_telemetry = self._telemetry(telemetry)
         sink = on_result or self.on_score
         # A job per scorer; its LLM scorers on the same judge share one judge request.
         shared = Generation.of(chosen).shared

@@ -50,6 +50,9 @@ class ScoreResult(BaseModel):
     """Mastra's `.run()` fields in snake_case, plus pass/fail, status, error and judge cost.
 
     `score` is None when `status` is "failed" or "no_context"; it is never NaN.
+    `cost`: what the judge requests cost at the price set for `judge_model`
+    (`Telemetry(prices=...)`, AGENTSCORE_JUDGE_PRICES), in that price's currency; None
+    without a price, or when requests were sent and none reported its tokens.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -73,6 +76,7 @@ class ScoreResult(BaseModel):
     generate_reason_prompt: str | None = None
     judge_usage: JudgeUsage = Field(default_factory=JudgeUsage)
     judge_model: str | None = None
+    cost: float | None = None
     trace_id: str | None = None
     span_id: str | None = None
     response_id: str | None = None

@@ -42,6 +42,7 @@ from agentscore.run import ScorerRun
 from agentscore.scorers.base import Scorer
 from agentscore.telemetry import semconv
 from agentscore.telemetry.core import Telemetry
+from agentscore.telemetry.ledger import ABANDONED
 from agentscore.telemetry.spans import (
     agent_span,
     chat_span,
@@ -367,9 +368,7 @@ class Agent:
         self._abandoned_streams += 1
         _log.warning("stream_abandoned", agent=self.name)
         with contextlib.suppress(Exception):
-            self.telemetry.instruments.runs.add(
-                1, {semconv.AGENT_NAME: self.name, "agentscore.outcome": "abandoned"}
-            )
+            self.telemetry.ledger.add(ABANDONED, ("",), self.name)
 
     async def _chat_stream(
         self, messages: list[Message], accumulator: ChunkAccumulator, parent: Span

@@ -2,7 +2,9 @@
 
 Sampling is a pure function of the trace id (cheap, decided before any message is read);
 the filter only ever sees runs sampling kept. An unreadable run skips the filter: it must
-surface as a failed result, not vanish.
+surface as a failed result, not vanish. Given a ledger, each decision is counted there, per
+scorer: `sampled_out` here for the scorers sampling skipped, `filtered` for those the
+filter vetoed (agentscore.telemetry.ledger).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from agentscore._runtime.callbacks import call_user
 from agentscore.pipeline.sampling import sample_point, sampled
 from agentscore.run import ScorerRun
 from agentscore.scorers.base import Scorer
+from agentscore.telemetry.ledger import FILTERED, SAMPLED_OUT, Ledger
 
 __all__ = ["RunFilter", "SampledEntry", "accepts", "accepts_async", "sampled_scorers"]
 
@@ -33,32 +36,60 @@ class SampledEntry(Protocol):
 
 
 def sampled_scorers(
-    entries: Sequence[SampledEntry], trace_id: str | None, run_id: str
+    entries: Sequence[SampledEntry],
+    trace_id: str | None,
+    run_id: str,
+    ledger: Ledger | None = None,
+    agent_name: str | None = None,
 ) -> list[Scorer]:
-    """The scorers whose sampling rate picks this trace (or this run, when untraced)."""
+    """The scorers whose sampling rate picks this trace (or this run, when untraced); the
+    others counted `sampled_out` in `ledger`."""
     if not entries:
         return []
     point = sample_point(trace_id, run_id)
-    return [entry.scorer for entry in entries if sampled(entry.sampling, point)]
+    chosen = [entry.scorer for entry in entries if sampled(entry.sampling, point)]
+    if ledger is not None and len(chosen) < len(entries):
+        skipped = (e.scorer.id for e in entries if not sampled(e.sampling, point))
+        ledger.add(SAMPLED_OUT, skipped, agent_name)
+    return chosen
 
 
-def accepts(filter_: RunFilter | None, run: ScorerRun) -> bool:
-    """The filter's verdict on a sampled run; a filter that raises skips the run (logged)."""
+def accepts(
+    filter_: RunFilter | None,
+    run: ScorerRun,
+    ledger: Ledger | None = None,
+    chosen: Sequence[Scorer] = (),
+) -> bool:
+    """The filter's verdict on a sampled run; a filter that raises skips the run (logged).
+    A vetoed run is counted `filtered` in `ledger` for each of the `chosen` scorers."""
     if filter_ is None or run.read_error is not None:
         return True
     try:
-        return bool(filter_(run))
+        accepted = bool(filter_(run))
     except Exception as exc:  # a broken filter must not break the caller
         _log.error("evals_filter_failed", error_type=type(exc).__name__)
-        return False
+        accepted = False
+    return accepted or _vetoed(ledger, chosen, run)
 
 
-async def accepts_async(filter_: RunFilter | None, run: ScorerRun) -> bool:
+async def accepts_async(
+    filter_: RunFilter | None,
+    run: ScorerRun,
+    ledger: Ledger | None = None,
+    chosen: Sequence[Scorer] = (),
+) -> bool:
     """`accepts` off the caller's loop: a sync filter runs in a worker thread."""
     if filter_ is None or run.read_error is not None:
         return True
     try:
-        return bool(await call_user(filter_, run))
+        accepted = bool(await call_user(filter_, run))
     except Exception as exc:
         _log.error("evals_filter_failed", error_type=type(exc).__name__)
-        return False
+        accepted = False
+    return accepted or _vetoed(ledger, chosen, run)
+
+
+def _vetoed(ledger: Ledger | None, chosen: Sequence[Scorer], run: ScorerRun) -> bool:
+    if ledger is not None:
+        ledger.add(FILTERED, (scorer.id for scorer in chosen), run.agent_name)
+    return False

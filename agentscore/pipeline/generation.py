@@ -33,6 +33,8 @@ from agentscore.run import ScorerRun
 from agentscore.scorers.base import Scorer
 from agentscore.scorers.together import Together
 from agentscore.telemetry.core import Telemetry
+from agentscore.telemetry.evaluations import record_outcome
+from agentscore.telemetry.ledger import FAILED
 
 __all__ = ["Backoff", "Generation", "Scoring", "failed_result", "score_generation"]
 
@@ -134,7 +136,7 @@ async def _score(
         if not scoring.crash_fails:
             raise
         # Delivered like any result: a sink waiting on this run hears that it ended.
-        result = failed_result(scorer, run, exc)
+        result = _crashed(scorer, run, exc, scoring)
     if scoring.sinks:
         give_way()
         try:
@@ -146,6 +148,14 @@ async def _score(
                 "scorer_job_crashed", scorer=_scorer_name(scorer), error_type=type(exc).__name__
             )
     return result
+
+
+def _crashed(scorer: Scorer, run: ScorerRun, exc: Exception, scoring: Scoring) -> ScoreResult:
+    """The failed result of a run that ended without `evaluate` emitting it: counted `failed`
+    in the ledger here, since nothing else counts it."""
+    if scoring.telemetry is not None:
+        record_outcome(scoring.telemetry, FAILED, _scorer_name(scorer), run.agent_name)
+    return failed_result(scorer, run, exc)
 
 
 async def _until_final(
@@ -177,7 +187,7 @@ async def _until_final(
         except Exception as exc:  # telemetry export trouble: the run ends, as failed
             if not scoring.crash_fails:
                 raise
-            return failed_result(scorer, run, exc)
+            return _crashed(scorer, run, exc, scoring)
         if backoff is None or not (may_retry and result.retryable):
             return result
         await backoff.wait(delay)

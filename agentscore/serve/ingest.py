@@ -23,6 +23,7 @@ from agentscore.serve.stats import ServiceStats
 from agentscore.spans.assembler import TraceAssembler
 from agentscore.spans.reading import span_role
 from agentscore.spans.records import SpanRecord
+from agentscore.telemetry.ledger import Ledger
 
 __all__ = ["DEFAULT_MAX_OPEN_BYTES", "Ingestor", "OverBudget"]
 
@@ -49,10 +50,13 @@ class Ingestor:
         idle_timeout: float = 60.0,
         max_traces: int = 10_000,
         max_open_bytes: int = DEFAULT_MAX_OPEN_BYTES,
+        ledger: Ledger | None = None,
     ) -> None:
         self._queue = queue
         self._evals = evals
         self._stats = stats
+        # Where sampling's and the filter's decisions are counted (the service's meter).
+        self._ledger = ledger
         # 1/16 of the budget is left for what holding costs besides the spans: the request
         # being decoded, SQLite's page cache and write-ahead log (benchmarks/serve_memory.py).
         self.open_bytes_limit = max_open_bytes - max_open_bytes // 16
@@ -143,8 +147,10 @@ class Ingestor:
     def _jobs(self, runs: Sequence[ScorerRun]) -> list[tuple[JobKey, ScorerRun]]:
         jobs: list[tuple[JobKey, ScorerRun]] = []
         for run in runs:
-            chosen = sampled_scorers(self._evals.entries, run.trace_id, run.run_id)
-            if not chosen or not accepts(self._evals.filter, run):
+            chosen = sampled_scorers(
+                self._evals.entries, run.trace_id, run.run_id, self._ledger, run.agent_name
+            )
+            if not chosen or not accepts(self._evals.filter, run, self._ledger, chosen):
                 continue
             self._stats.add("generations_sampled")
             jobs += [((run.trace_id or "", run.span_id or "", s.id), run) for s in chosen]

@@ -31,6 +31,8 @@ from agentscore.serve.ingest import DEFAULT_MAX_OPEN_BYTES, Ingestor
 from agentscore.serve.queue import SqliteQueue, Synchronous
 from agentscore.serve.stats import ServiceStats
 from agentscore.serve.worker import ScoringWorker
+from agentscore.telemetry.core import AGENTSCORE_SCOPE
+from agentscore.telemetry.ledger import ledger_for
 
 __all__ = ["ServeOptions", "build_service", "load_evals", "log_judge_checks", "run_service"]
 
@@ -115,6 +117,8 @@ def build_service(options: ServeOptions, evals: Evals) -> ServeApp:
         stats,
         idle_timeout=options.idle_timeout,
         max_open_bytes=options.max_open_trace_bytes,
+        # The ledger of the worker's Telemetry, which has the same meter provider.
+        ledger=ledger_for(exporters.meter_provider, AGENTSCORE_SCOPE),
     )
     health = ServiceHealth()
     worker = ScoringWorker(

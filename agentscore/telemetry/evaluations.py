@@ -31,7 +31,7 @@ from opentelemetry.trace import (
 from agentscore.messages import assistant_text
 from agentscore.result import ScoreResult, ScoreStatus
 from agentscore.run import ScorerRun
-from agentscore.telemetry import semconv
+from agentscore.telemetry import ledger, semconv
 from agentscore.telemetry.core import Telemetry, _current, use_telemetry
 
 __all__ = [
@@ -47,7 +47,10 @@ __all__ = [
     "label_for",
     "parent_context",
     "record_attempt",
+    "record_delayed",
     "record_dropped",
+    "record_outcome",
+    "record_usage",
 ]
 
 
@@ -133,11 +136,38 @@ def emit_result(
     _record_metrics(telemetry, result)
 
 
+def record_outcome(
+    telemetry: Telemetry, outcome: str, scorer_id: str, agent_name: str | None
+) -> None:
+    """One run of `scorer_id` ended as `outcome` (agentscore.telemetry.ledger) without a
+    result emitted for it."""
+    telemetry.ledger.add(outcome, (scorer_id,), agent_name)
+
+
 def record_dropped(telemetry: Telemetry, scorer_id: str, agent_name: str | None) -> None:
-    attributes = {semconv.EVALUATION_NAME: scorer_id, "agentscore.outcome": "dropped"}
-    if agent_name:
-        attributes[semconv.AGENT_NAME] = agent_name
-    telemetry.instruments.runs.add(1, attributes)
+    record_outcome(telemetry, ledger.DROPPED, scorer_id, agent_name)
+
+
+def record_delayed(telemetry: Telemetry, result: ScoreResult) -> None:
+    """An attempt that will be tried again: counted apart, since its run has not ended."""
+    telemetry.instruments.delayed.add(1, _scorer_attributes(result))
+
+
+def record_usage(telemetry: Telemetry, result: ScoreResult) -> None:
+    """What the judge of one attempt (final or delayed) spent: requests, tokens and cost, per
+    scorer and judge model. An attempt that sent nothing (the local judge, a cache hit)
+    records nothing."""
+    usage = result.judge_usage
+    if not (usage.calls or usage.input_tokens or usage.output_tokens):
+        return
+    instruments = telemetry.instruments
+    attributes = _scorer_attributes(result)
+    attributes[semconv.REQUEST_MODEL] = result.judge_model or ""
+    instruments.judge_requests.add(usage.calls, attributes)
+    for kind, tokens in (("input", usage.input_tokens), ("output", usage.output_tokens)):
+        instruments.judge_tokens.add(tokens, {**attributes, semconv.TOKEN_TYPE: kind})
+    if result.cost is not None:
+        instruments.judge_cost.add(result.cost, attributes)
 
 
 def evaluation_attributes(result: ScoreResult, capture_content: bool) -> dict[str, Any]:
@@ -151,6 +181,8 @@ def evaluation_attributes(result: ScoreResult, capture_content: bool) -> dict[st
         "agentscore.judge.input_tokens": result.judge_usage.input_tokens,
         "agentscore.judge.output_tokens": result.judge_usage.output_tokens,
     }
+    if result.cost is not None:
+        attributes[semconv.JUDGE_COST] = result.cost
     if averaged_score(result) is not None:
         attributes[semconv.EVALUATION_SCORE_VALUE] = result.score
     label = label_for(result)
@@ -238,14 +270,20 @@ def explanation_for(result: ScoreResult, capture_content: bool) -> str:
 
 
 def _record_metrics(telemetry: Telemetry, result: ScoreResult) -> None:
+    # no_context is its own outcome: such a run was not judged, neither scored nor failed.
+    outcome = {ScoreStatus.FAILED: ledger.FAILED, ScoreStatus.NO_CONTEXT: ledger.NO_CONTEXT}.get(
+        result.status, ledger.SCORED
+    )
+    # pass / fail (or no_claims) beside the outcome: a pass rate is a ratio of one counter.
+    label = label_for(result) if outcome == ledger.SCORED else None
+    telemetry.ledger.add(outcome, (result.scorer_id,), result.agent_name, label)
+    score = averaged_score(result)
+    if score is not None:
+        telemetry.instruments.scores.record(score, _scorer_attributes(result))
+
+
+def _scorer_attributes(result: ScoreResult) -> dict[str, str]:
     attributes = {semconv.EVALUATION_NAME: result.scorer_id}
     if result.agent_name:
         attributes[semconv.AGENT_NAME] = result.agent_name
-    # no_context is its own outcome: such a run was not judged, neither scored nor failed.
-    outcome = {ScoreStatus.FAILED: "failed", ScoreStatus.NO_CONTEXT: "no_context"}.get(
-        result.status, "scored"
-    )
-    telemetry.instruments.runs.add(1, {**attributes, "agentscore.outcome": outcome})
-    score = averaged_score(result)
-    if score is not None:
-        telemetry.instruments.scores.record(score, attributes)
+    return attributes

@@ -13,11 +13,13 @@ __all__ = [
     "EVALUATION_EVENT",
     "EVALUATION_EXPLANATION",
     "EVALUATION_NAME",
+    "EVALUATION_OUTCOME",
     "EVALUATION_SCORE_LABEL",
     "EVALUATION_SCORE_VALUE",
     "INPUT_MESSAGES",
     "INPUT_MIME_TYPE",
     "INPUT_VALUE",
+    "JUDGE_COST",
     "OPENINFERENCE_SPAN_KIND",
     "OPERATION_NAME",
     "OUTPUT_MESSAGES",
@@ -30,6 +32,7 @@ __all__ = [
     "RESPONSE_ID",
     "RESPONSE_MODEL",
     "TIME_TO_FIRST_CHUNK",
+    "TOKEN_TYPE",
     "TOOL_CALL_ARGUMENTS",
     "TOOL_CALL_ID",
     "TOOL_CALL_RESULT",
@@ -67,6 +70,12 @@ EVALUATION_NAME = "gen_ai.evaluation.name"
 EVALUATION_SCORE_VALUE = "gen_ai.evaluation.score.value"
 EVALUATION_SCORE_LABEL = "gen_ai.evaluation.score.label"
 EVALUATION_EXPLANATION = "gen_ai.evaluation.explanation"
+# agentscore's own: how a scorer run ended (agentscore.telemetry.ledger), and what its judge
+# requests cost at the prices the user set.
+EVALUATION_OUTCOME = "agentscore.outcome"
+JUDGE_COST = "agentscore.judge.cost"
+# input / output, on token counts (the conventions' gen_ai.client.token.usage uses it).
+TOKEN_TYPE = "gen_ai.token.type"
 
 # Phoenix shows spans by OpenInference kind; EVALUATOR marks ours.
 OPENINFERENCE_SPAN_KIND = "openinference.span.kind"

@@ -162,13 +162,13 @@ def setup_telemetry(
         destination = str(Path(jsonl_path).resolve())
 
     installed = _install_where_missing(tracer_provider, logger_provider, meter_provider)
-    options = {} if capture_content is None else {"capture_content": capture_content}
     telemetry = Telemetry(
         tracer_provider=tracer_provider,
         logger_provider=logger_provider,
         meter_provider=meter_provider,
-        **options,
     )
+    if capture_content is not None:  # else as the environment says
+        telemetry.capture_content = capture_content
     setup = TelemetrySetup(
         telemetry, destination, installed, tracer_provider, logger_provider, meter_provider
     )
