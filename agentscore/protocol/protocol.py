@@ -138,8 +138,7 @@ class ItemVerdict(BaseModel):
 
 
 class ItemVerdicts(BaseModel):
-    """Reply to `context.relevance` (one per context item) and `tools.choice` (one per call),
-    in the order given."""
+    """One verdict per item given (a claim, a context item, a tool call), in their order."""
 
     items: list[ItemVerdict]
 
