@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections.abc import Sequence
 
@@ -129,13 +130,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="write the comparison as markdown (also appended to $GITHUB_STEP_SUMMARY)",
     )
 
+    from agentscore.judges.check import CHECK_TIMEOUT
+
     check = commands.add_parser(
         "check",
         help="send each judge of your scorers one small request and report any problem",
         description="Exit 0 when every judge answered, 2 when one did not (a misspelled "
-        "model, a refused key, an endpoint that cannot be reached).",
+        "model, a refused key, an endpoint that cannot be reached or does not answer). The "
+        "judges are asked at once, so the check ends within --timeout.",
     )
     check.add_argument("--scorers", required=True, help="MODULE:ATTR, an Evals or scorer list")
+    check.add_argument(
+        "--timeout",
+        type=_positive_seconds,
+        default=CHECK_TIMEOUT,
+        metavar="SECONDS",
+        help=f"deadline of the whole check: a judge that has not answered by then is "
+        f"reported as not answering (default {CHECK_TIMEOUT:g} s)",
+    )
 
     from agentscore.serve.command import add_serve_command, serve_command
 
@@ -144,7 +156,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "serve":
         return serve_command(args)
     if args.command == "check":
-        return _check(args.scorers)
+        return _check(args.scorers, args.timeout)
     if args.command == "demo":
         from agentscore.demo import run_demo
 
@@ -177,12 +189,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
 
 
-def _check(spec: str) -> int:
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds: {text!r}")
+    return value
+
+
+def _check(spec: str, timeout: float) -> int:
     from agentscore.errors import ConfigurationError
     from agentscore.serve.service import load_evals
 
     try:
-        checks = load_evals(spec).check()
+        checks = load_evals(spec).check(timeout=timeout)
     except (ConfigurationError, ImportError, AttributeError) as exc:
         print(f"agentscore check: {exc}", file=sys.stderr)
         return 2

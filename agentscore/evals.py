@@ -19,7 +19,7 @@ from opentelemetry.trace import Span, SpanContext
 from agentscore._options import check_mapping, check_number, check_text
 from agentscore.adapters import coerce_messages
 from agentscore.errors import ConfigurationError, UnreadableMessageError
-from agentscore.judges.check import JudgeCheck, check_judges
+from agentscore.judges.check import CHECK_TIMEOUT, JudgeCheck, check_judges
 from agentscore.messages import Message, Role
 from agentscore.pipeline.choose import accepts, accepts_async, sampled_scorers
 from agentscore.pipeline.generation import Generation
@@ -270,12 +270,13 @@ class Evals:
             queued = runner.submit(job) or queued
         return queued
 
-    def check(self) -> list[JudgeCheck]:
-        """Send each distinct judge of these scorers one small request and report, per model,
-        what is wrong in plain words (a misspelled model, a refused key, an endpoint that
-        cannot be reached); `JudgeCheck.ok` when it answered. Blocking (up to 20 s a judge);
+    def check(self, timeout: float = CHECK_TIMEOUT) -> list[JudgeCheck]:
+        """Send each distinct model of these scorers' judges one small request, all at once,
+        and report, per model, what is wrong in plain words (a misspelled model, a refused
+        key, an endpoint that cannot be reached or does not answer within `timeout`, 10 s by
+        default); `JudgeCheck.ok` when it answered. Blocking, for at most about `timeout`;
         never raises for a judge's failure. The offline local judge is always ok."""
-        return check_judges(entry.scorer.judge for entry in self.entries)
+        return check_judges((entry.scorer.judge for entry in self.entries), timeout=timeout)
 
     @classmethod
     def coerce(cls, value: EvalsLike) -> Evals:

@@ -20,6 +20,8 @@ class ScoreStatus(StrEnum):
     NO_CLAIMS = "no_claims"
     # The scorer needs context and the run gave none: nothing was judged, so no score.
     NO_CONTEXT = "no_context"
+    # The judge could not tell items that decide pass or fail: no score, the reason says why.
+    UNDECIDED = "undecided"
     FAILED = "failed"
 
 
@@ -49,7 +51,7 @@ class ScoreError(BaseModel):
 class ScoreResult(BaseModel):
     """Mastra's `.run()` fields in snake_case, plus pass/fail, status, error and judge cost.
 
-    `score` is None when `status` is "failed" or "no_context"; it is never NaN.
+    `score` is None when `status` is "failed", "no_context" or "undecided"; it is never NaN.
     `cost`: what the judge requests cost at the price set for `judge_model`
     (`Telemetry(prices=...)`, AGENTSCORE_JUDGE_PRICES), in that price's currency; None
     without a price, or when requests were sent and none reported its tokens.

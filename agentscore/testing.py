@@ -62,8 +62,10 @@ def assert_scores(
     whose messages are the run. A scorer failing to score (judge unreachable, unreadable
     output) fails the assertion with its error; a run with nothing to judge (no claims)
     passes, as the results file counts it. Blocking: call it from sync or async tests alike.
-    Returns the results, so a test can assert more on them.
+    Returns the results, so a test can assert more on them. Its frames are hidden from
+    pytest's traceback: a failure points at the test's line, with the scores below it.
     """
+    __tracebackhide__ = True
     subject = _as_run(run)
     chosen = [scorers] if isinstance(scorers, Scorer) else list(scorers)
     results = [scorer.run_sync(subject) for scorer in chosen]
@@ -84,6 +86,7 @@ def assert_scores(
 
 
 def _as_run(run: ScorerRun | AgentResult | Mapping[str, Any]) -> ScorerRun:
+    __tracebackhide__ = True  # a run that does not validate fails at the test's own line
     if isinstance(run, ScorerRun):
         return run
     if isinstance(run, AgentResult):

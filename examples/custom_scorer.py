@@ -78,7 +78,7 @@ def main() -> None:
         "It shipped. Check again later.",
     ]:
         result = scorer.run_sync(ScorerRun(input="Where is my order?", output=answer))
-        print(f"{result.score:.2f} {result.label}: {answer}\n  {result.reason}")
+        print(f"{result.score} {result.label or result.status.value}: {answer}\n  {result.reason}")
         print(f"  judge calls: {result.judge_usage.calls}")
 
 

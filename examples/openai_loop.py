@@ -68,7 +68,8 @@ def scripted_model(body: dict[str, Any]) -> ScriptedReply:
 
 
 def print_score(result: ScoreResult) -> None:
-    print(f"{result.scorer_id} {result.score:.2f} ({result.label}): {result.reason}")
+    verdict = result.label or result.status.value  # no label when the run was not scored
+    print(f"{result.scorer_id} {result.score} ({verdict}): {result.reason}")
 
 
 def main() -> None:

@@ -68,7 +68,8 @@ def main() -> None:
         print(f"Q: {question}\nA: {result.text}")
     agent.flush(timeout=60)
     for score in agent.scores:
-        print(f"[{runs[score.run_id]}] hallucination {score.score:.2f} ({score.label})")
+        verdict = score.label or score.status.value  # no label when the run was not scored
+        print(f"[{runs[score.run_id]}] hallucination {score.score} ({verdict})")
         print(f"  {score.reason}")
 
 

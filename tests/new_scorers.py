@@ -84,7 +84,7 @@ def check(results: list[ScoreResult], *, valid_call: bool = True) -> None:
     assert sorted(by_id) == sorted(s.id for s in new_scorers()), sorted(by_id)
     scores = {scorer_id: result.score for scorer_id, result in by_id.items()}
     assert scores == {
-        "answer_relevancy": 1.0,  # its one statement shares "order" with the question
+        "answer_relevancy": 1.0,  # its one statement shares "order" and "1042" with the question
         "context_relevance": 1.0,  # the tool result names the order
         "tool_call_accuracy": 1.0 if valid_call else 0.0,
         "completeness": 1.0,

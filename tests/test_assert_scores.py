@@ -3,6 +3,9 @@ real `openai` client), inside sync and async tests, and when the judge cannot an
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -87,3 +90,41 @@ def test_a_judge_that_cannot_answer_fails_with_the_error_not_a_score() -> None:
 def test_nothing_to_judge_passes() -> None:
     [result] = assert_scores({"input": "Hi", "output": ""}, create_faithfulness_scorer("local"))
     assert result.status.value == "no_claims"
+
+
+FAILING_TEST = """
+from agentscore.scorers import create_faithfulness_scorer
+from agentscore.testing import assert_scores
+
+CONTEXT = ['{"result": {"order_id": 1042, "status": "processing"}}']
+
+
+def test_answer() -> None:
+    run = {"input": "Where is order 1042?", "output": "Order 1042 was delivered yesterday."}
+    assert_scores(run, create_faithfulness_scorer(context=CONTEXT))
+
+
+def test_unreadable_run() -> None:
+    assert_scores({"input": 3.5j}, create_faithfulness_scorer(context=CONTEXT))
+"""
+
+
+def test_the_pytest_traceback_stops_at_the_tests_line(tmp_path: Path) -> None:
+    (tmp_path / "test_failing.py").write_text(FAILING_TEST)
+    completed = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_failing.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    out = completed.stdout
+    assert "2 failed" in out, out
+    # The failing line of each test is shown, and no frame of agentscore's own.
+    assert ">       assert_scores(run, create_faithfulness_scorer(context=CONTEXT))" in out
+    assert '>       assert_scores({"input": 3.5j}' in out
+    assert "agentscore/testing.py" not in out and "def assert_scores" not in out
+    assert "def _as_run" not in out
+    # The verdict and its reason are there.
+    assert "ScoreAssertionError: faithfulness 0:" in out
+    assert "the claim says 'delivered', the context says 'processing'" in out

@@ -82,10 +82,14 @@ def test_demo_runs_offline_and_prints_the_score_table(tmp_path: Path) -> None:
     # The local judge's scores of the recorded answers: a grounded one, a half-invented one
     # and an invented one (the tool found no such order).
     rows = {line[:48].strip(): line[48:].split() for line in out.splitlines() if "  " in line}
-    # Then answer relevancy (lexical on the local judge: a statement sharing no word with the
-    # question counts 0.3) and tool-call accuracy (every recorded call valid).
-    grounded = ["1.00", "pass", "0.00", "pass", "0.65", "fail", "1.00", "pass"]
+    # Then answer relevancy and tool-call accuracy (every recorded call valid).
+    grounded = ["1.00", "pass", "0.00", "pass", "1.00", "pass", "1.00", "pass"]
     assert rows["Where is my order 1042?"] == grounded
+    # Every answer is on topic, invented or not (faithfulness judges that): "It is expected
+    # to arrive ..." continues the statement that names the order.
+    answered = [cells for question, cells in rows.items() if question.endswith("?")]
+    assert len(answered) == 5
+    assert all(cells[4:6] == ["1.00", "pass"] for cells in answered)
     # 2 of 3 claims supported is below the default pass lines (0.8 and 0.2).
     assert rows["Is shipping free?"][:4] == ["0.67", "fail", "0.33", "fail"]
     assert rows["What happened to order 3003?"][:4] == ["0.00", "fail", "1.00", "fail"]

@@ -32,8 +32,8 @@ def run_example(name: str) -> str:
 
 def test_rag_agent_scores_the_grounded_answer_better() -> None:
     out = run_example("rag_agent.py")
-    assert "[What is your warranty?] hallucination 0.00 (pass)" in out
-    assert "[How long do I have for returns?] hallucination 1.00 (fail)" in out
+    assert "[What is your warranty?] hallucination 0.0 (pass)" in out
+    assert "[How long do I have for returns?] hallucination 1.0 (fail)" in out
     assert "the claim says 90, the context says 30" in out
 
 
@@ -49,8 +49,8 @@ def test_batch_eval_prints_per_record_scores_and_summaries() -> None:
 
 def test_custom_scorer_scores_in_code_from_the_judge_verdict() -> None:
     out = run_example("custom_scorer.py")
-    assert "1.00 pass: Sorry for the wait! Order 1042" in out
-    assert "0.00 fail: It shipped." in out
+    assert "1.0 pass: Sorry for the wait! Order 1042" in out
+    assert "0.0 fail: It shipped." in out
     assert out.count("judge calls: 1") == 2
 
 
@@ -72,7 +72,7 @@ def test_fastapi_service_answers_and_reports_sampled_scores() -> None:
 def test_openai_loop_is_scored_through_evals_submit() -> None:
     out = run_example("openai_loop.py")
     assert "A: Order 1042 was shipped with UPS on 2026-11-18." in out
-    assert "faithfulness 1.00 (pass)" in out
+    assert "faithfulness 1.0 (pass)" in out
 
 
 def test_assert_scores_fails_the_examples_invented_answer_with_its_claim() -> None:

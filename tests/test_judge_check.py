@@ -8,6 +8,10 @@ from __future__ import annotations
 import json
 import sys
 import textwrap
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -212,3 +216,66 @@ def test_serve_logs_the_check_of_each_judge_at_start(
     assert line["log_level"] == "warning"
     assert line["model"] == "judge-modle"
     assert "(404)" in line["problem"]
+
+
+@contextmanager
+def silent_server() -> Iterator[tuple[str, list[bytes]]]:
+    """A real HTTP server on 127.0.0.1 that accepts, reads each request and never answers."""
+    received: list[bytes] = []
+    release = threading.Event()
+
+    class Silent(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            received.append(self.rfile.read(int(self.headers.get("content-length", 0))))
+            release.wait()  # hold the connection open, send nothing
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Silent)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1", received
+    finally:
+        release.set()
+        server.shutdown()
+        server.server_close()
+
+
+def test_agentscore_check_ends_at_its_deadline_against_a_server_that_never_answers(
+    tmp_path: Path, openai_env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "two_scorers.py").write_text(
+        "from agentscore.scorers import create_faithfulness_scorer, create_hallucination_scorer\n"
+        "scorers = [create_faithfulness_scorer('judge-model'), "
+        "create_hallucination_scorer('judge-model')]\n"
+    )
+    openai_env.syspath_prepend(str(tmp_path))
+    sys.modules.pop("two_scorers", None)
+    with silent_server() as (url, received):
+        openai_env.setenv("OPENAI_BASE_URL", url)
+        code = main(["check", "--scorers", "two_scorers:scorers", "--timeout", "0.5"])
+    assert code == 2
+    out = capsys.readouterr().out
+    assert f"PROBLEM judge-model at {url}" in out
+    assert f"{url} did not answer within 0.5 s" in out
+    # Two scorers named by one model string are two judge objects and one check: one
+    # request, one deadline, not one deadline after the other.
+    assert len(received) == 1
+    assert out.count("PROBLEM") == 1
+
+
+def test_agentscore_check_states_its_deadline_and_refuses_a_bad_one(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        main(["check", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "--timeout SECONDS" in shown
+    assert "deadline of the whole check" in shown and "(default 10 s)" in shown
+    with pytest.raises(SystemExit) as exited:
+        main(["check", "--scorers", "x:y", "--timeout", "0"])
+    assert exited.value.code == 2
+    assert "must be a positive number of seconds" in capsys.readouterr().err

@@ -124,7 +124,7 @@ async def test_answer_relevancy_without_a_question_fails_and_an_empty_answer_has
     assert endpoint.requests == []
 
 
-async def test_answer_relevancy_on_the_local_judge_is_lexical() -> None:
+async def test_answer_relevancy_on_the_local_judge_leaves_what_it_cannot_tell_unscored() -> None:
     result = await create_answer_relevancy_scorer("local").run(
         ScorerRun(
             input="Where is order 1042?",
@@ -133,8 +133,39 @@ async def test_answer_relevancy_on_the_local_judge_is_lexical() -> None:
     )
     statements = result.preprocess_step_result["statements"]
     assert [s["verdict"] for s in statements] == ["yes", "unsure"]
-    assert result.score == 0.65  # (1 + 0.3) / 2
+    assert [s["confidence"] for s in statements] == [0.95, 0.5]
+    # The second statement could be a needed detail or a digression: pass or fail hangs on it.
+    assert result.status is ScoreStatus.UNDECIDED
+    assert result.score is None and result.passed is None and result.label is None
+    assert result.reason is not None
+    assert result.reason.startswith("Not scored: the judge could not tell whether 1 of 2")
+    assert '"Our office dog is called Rex."' in result.reason
     assert result.judge_usage.calls == 0
+
+
+async def test_answer_relevancy_on_the_local_judge_scores_when_the_guesses_cannot_matter() -> None:
+    # Three statements about the order and one it cannot tell: even if that one were
+    # off-topic, 3 of 4 pass the 0.7 threshold, so the run is scored (the guess at 0.3).
+    result = await create_answer_relevancy_scorer("local").run(
+        ScorerRun(
+            input="Where is order 1042?",
+            output="Order 1042 left the depot on Monday. It is with UPS. It arrives on "
+            "Thursday. Our office dog is called Rex.",
+        )
+    )
+    assert result.status is ScoreStatus.SCORED
+    assert result.score == 0.82 and result.passed is True  # (3 + 0.3) / 4
+
+
+async def test_answer_relevancy_on_the_local_judge_fails_an_answer_about_another_order() -> None:
+    result = await create_answer_relevancy_scorer("local").run(
+        ScorerRun(
+            input="Where is my order 1042?",
+            output="Order 2001 was delivered yesterday. It was signed for by a neighbour.",
+        )
+    )
+    assert result.score == 0.0 and result.passed is False
+    assert result.reason is not None and "is about Order 2001" in result.reason
 
 
 # --- context relevance ---------------------------------------------------------------------

@@ -22,9 +22,11 @@ from agentscore.scorers import (
     ScoreStatus,
     create_answer_relevancy_scorer,
     create_completeness_scorer,
+    create_context_relevance_scorer,
     create_faithfulness_scorer,
     create_hallucination_scorer,
     create_regex_scorer,
+    create_rubric_scorer,
 )
 from agentscore.scorers.together import Together
 from agentscore.serve.export import build_exporters
@@ -160,6 +162,32 @@ async def test_shared_usage_adds_up_to_the_one_request_and_each_prompt_is_its_ow
     schema = sent["response_format"]["json_schema"]["schema"]
     assert set(schema["properties"]) == {"claims", "s1", "s2", "s3", "s4"}
     assert schema["properties"]["s4"]["properties"]["requirements"]["type"] == "array"
+
+
+async def test_each_section_of_the_sent_schema_describes_what_it_holds() -> None:
+    endpoint = ScriptedEndpoint(combined_then(GOOD_SECTIONS))
+    scorers = [
+        *four_scorers(endpoint),
+        create_context_relevance_scorer(judge_for(endpoint), context=CONTEXT),
+        create_rubric_scorer(judge_for(endpoint), criteria=["polite", "concise"]),
+    ]
+
+    await score_together(scorers, a_run())
+
+    schema = endpoint.requests[0]["response_format"]["json_schema"]["schema"]
+    described = {key: value.get("description", "") for key, value in schema["properties"].items()}
+    assert described["claims"] == "The ANSWER's claims."
+    per_claim = "exactly one entry per claim of `claims`, in their order"
+    assert described["s1"].startswith(f"Faithfulness: {per_claim}: whether CONTEXT supports")
+    assert described["s2"].startswith(f"Hallucination: {per_claim}: whether CONTEXT supports")
+    assert described["s3"].startswith(f"Answer relevancy: {per_claim}: whether the claim")
+    assert described["s4"].startswith("Completeness: each thing the QUESTION asks for")
+    assert described["s5"].startswith("Context relevance: exactly one entry per item of CONTEXT")
+    assert described["s6"].startswith("Rubric: exactly one entry per criterion of CRITERIA (2)")
+    # No section reads as a reply to another task, as the reply models' own docstrings do.
+    for key in ("s1", "s2", "s3", "s4", "s5", "s6"):
+        assert "Reply to" not in described[key] and "tools.choice" not in described[key]
+    assert "one per call" not in json.dumps(schema)
 
 
 async def test_a_malformed_section_is_repaired_alone_on_the_same_claims() -> None:

@@ -50,6 +50,8 @@ def _summary(result: ScoreResult) -> str:
         return "not scored: no claims to check"
     if result.status.value == "no_context":
         return "not scored: no context to check against"
+    if result.status.value == "undecided":
+        return "not scored: the judge could not tell"
     return f"{result.score:.2f} {result.label or ''}".rstrip()
 
 

@@ -103,12 +103,14 @@ def run_demo(model: str | None = None, judge: str | None = None, *, reasons: boo
             )
         )
     stats = agent.runner.stats()
-    # The runner counts a run with no context among those that finished ("scored").
+    # The runner counts a run with no context, or undecided, among those that finished.
     no_context = sum(1 for score in scores.values() if score.status.value == "no_context")
+    undecided = sum(1 for score in scores.values() if score.status.value == "undecided")
     print(
         f"\n{len(QUESTIONS)} answers in {generated:.2f}s; scorer runs: "
-        f"{stats.scored - no_context} scored, {no_context} no context, {stats.failed} failed, "
-        f"{stats.dropped} dropped, {stats.pending} pending"
+        f"{stats.scored - no_context - undecided} scored, {no_context} no context, "
+        + (f"{undecided} undecided, " if undecided else "")
+        + f"{stats.failed} failed, {stats.dropped} dropped, {stats.pending} pending"
     )
     for (run_id, scorer_id), score in sorted(scores.items()):
         if score.status.value == "failed" and score.error is not None:
@@ -131,6 +133,8 @@ def _cell(result: ScoreResult | None) -> str:
         return "- (no claims)"
     if result.status.value == "no_context":
         return "- (no context)"
+    if result.status.value == "undecided":
+        return "- (undecided)"
     label = f" {result.label}" if result.label else ""
     return f"{result.score:.2f}{label}"
 

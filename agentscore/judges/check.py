@@ -22,8 +22,9 @@ from agentscore.judges.local import LocalJudge
 __all__ = ["CHECK_TIMEOUT", "JudgeCheck", "check_judge", "check_judges", "explain"]
 
 # A check answers within this or reports the endpoint as not answering; a judge's own
-# timeout and retries (a minute and more) are for scoring, not for a start-up check.
-CHECK_TIMEOUT = 20.0
+# timeout and retries (a minute and more) are for scoring, not for a start-up check. The
+# judges are asked at once, so the whole check ends within it too.
+CHECK_TIMEOUT = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,19 +83,40 @@ async def check_judge(judge: Judge, *, timeout: float = CHECK_TIMEOUT) -> list[J
 
 
 def check_judges(judges: Iterable[Judge], *, timeout: float = CHECK_TIMEOUT) -> list[JudgeCheck]:
-    """Blocking: each distinct judge checked once, each model reported once. Runs on a thread
-    with an event loop of its own, so it works from sync code and inside a running loop."""
-    distinct = list({id(judge): judge for judge in judges}.values())
+    """Blocking: each distinct model and endpoint asked once, all at once, so the check ends
+    within `timeout` however many judges there are (two scorers named by one model string
+    have two judge objects, one model). Runs on a thread with an event loop of its own, so
+    it works from sync code and inside a running loop."""
+    given = list(judges)
 
     async def run_all() -> list[JudgeCheck]:
+        # In the loop: a judge's endpoint is read from its client of this loop.
+        distinct = list({_identity(judge): judge for judge in given}.values())
+        checked: list[list[JudgeCheck]] = [[] for _ in distinct]
+
+        async def one(index: int, judge: Judge) -> None:
+            checked[index] = await check_judge(judge, timeout=timeout)
+
+        async with anyio.create_task_group() as group:
+            for index, judge in enumerate(distinct):
+                group.start_soon(one, index, judge)
         found: dict[tuple[str, str | None], JudgeCheck] = {}
-        for judge in distinct:
-            for check in await check_judge(judge, timeout=timeout):
+        for checks in checked:
+            for check in checks:
                 found.setdefault((check.model, check.endpoint), check)
         return list(found.values())
 
     with ThreadPoolExecutor(1, thread_name_prefix="agentscore-check") as pool:
         return pool.submit(anyio.run, run_all).result()
+
+
+def _identity(judge: Judge) -> object:
+    """What makes two judges the same check: the model and endpoint of an LLM judge, the
+    object of any other (a cascade, a custom judge)."""
+    if isinstance(judge, CascadeJudge | LocalJudge):
+        return id(judge)
+    endpoint = getattr(judge, "endpoint", None)
+    return (type(judge), judge.model_name, endpoint) if endpoint else id(judge)
 
 
 def explain(error_type: str, message: str, model: str, endpoint: str | None = None) -> str:

@@ -122,6 +122,8 @@ class StatementVerdict(BaseModel):
     statement: str = Field(description="One statement of the answer, in its own words.")
     verdict: Verdict = Field(description="yes: addresses the question; no: off-topic.")
     reason: str
+    # How sure the judge is (the local judge sets it: below 0.9 it could not tell).
+    confidence: Confidence = Field(default=None, ge=0.0, le=1.0)
 
 
 class StatementVerdicts(BaseModel):
@@ -136,8 +138,7 @@ class ItemVerdict(BaseModel):
 
 
 class ItemVerdicts(BaseModel):
-    """Reply to `context.relevance` (one per context item) and `tools.choice` (one per call),
-    in the order given."""
+    """One verdict per item given (a claim, a context item, a tool call), in their order."""
 
     items: list[ItemVerdict]
 

@@ -56,6 +56,9 @@ class _Section:
     reply_type: type[BaseModel]
     instructions: str
     blocks: tuple[str, ...]  # labels of the data blocks it reads
+    # What the section's key holds, for its schema: a reply model's own docstring names
+    # the task it answers alone, which misleads here (a claim section replies per claim).
+    description: str
 
     @property
     def on_claims(self) -> bool:
@@ -103,7 +106,9 @@ def plan(requests: Sequence[JudgeRequest[Any]]) -> Plan | None:
     )
     needs_claims = any(section.on_claims for section in sections)
     prompt = _prompt(sections, data, claims=None if needs_claims else ())
-    output_type = _combined_type(needs_claims, tuple(s.reply_type for s in sections))
+    output_type = _combined_type(
+        needs_claims, tuple((s.reply_type, s.description) for s in sections)
+    )
     request: JudgeRequest[BaseModel] = JudgeRequest(
         task=Task.COMBINED,
         system=prompts.EVALUATOR_SYSTEM,
@@ -155,28 +160,56 @@ def _section(key: str, payload: Payload | None, data: dict[str, str]) -> _Sectio
             f"Judge each claim against {context} only, never against your own knowledge "
             f"(the rules' context is {context}). {rules}"
         )
-        return _Section(key, payload, ItemVerdicts, text, (answer, context))
+        described = (
+            f"{payload.mode.capitalize()}: exactly one entry per claim of `claims`, in their "
+            f"order: whether {context} supports the claim, and why."
+        )
+        return _Section(key, payload, ItemVerdicts, text, (answer, context), described)
     if isinstance(payload, RelevancyPayload):
         question, answer = use("QUESTION", payload.question), use("ANSWER", payload.output)
         text = f"Judge each claim, as a statement of the ANSWER, against the {question}. "
+        described = (
+            "Answer relevancy: exactly one entry per claim of `claims`, in their order: "
+            f"whether the claim, as a statement of {answer}, addresses the {question}, and why."
+        )
         return _Section(
-            key, payload, ItemVerdicts, text + prompts.RELEVANCY_RULES, (question, answer)
+            key,
+            payload,
+            ItemVerdicts,
+            text + prompts.RELEVANCY_RULES,
+            (question, answer),
+            described,
         )
     if isinstance(payload, CompletenessPayload):
         question, answer = use("QUESTION", payload.question), use("ANSWER", payload.output)
-        return _Section(key, payload, Requirements, prompts.COMPLETENESS_RULES, (question, answer))
+        described = (
+            f"Completeness: each thing the {question} asks for, with whether {answer} covers it."
+        )
+        return _Section(
+            key, payload, Requirements, prompts.COMPLETENESS_RULES, (question, answer), described
+        )
     if isinstance(payload, ContextRelevancePayload):
         question = use("QUESTION", payload.question)
         context = use("CONTEXT", prompts.context_text(payload.context))
         text = prompts.CONTEXT_RELEVANCE_RULES.replace("CONTEXT item", f"item of {context}")
         text += f" Exactly {len(payload.context)} items."
-        return _Section(key, payload, ItemVerdicts, text, (question, context))
+        described = (
+            f"Context relevance: exactly one entry per item of {context} "
+            f"({len(payload.context)}), in their order: whether it bears on the {question}."
+        )
+        return _Section(key, payload, ItemVerdicts, text, (question, context), described)
     if isinstance(payload, RubricPayload):
         question, answer = use("QUESTION", payload.question), use("ANSWER", payload.output)
         criteria = use("CRITERIA", prompts.numbered(payload.criteria))
         text = prompts.rubric_rules(payload.points).replace("CRITERION", f"criterion of {criteria}")
         text += f" Exactly {len(payload.criteria)} entries."
-        return _Section(key, payload, CriterionScores, text, (question, answer, criteria))
+        described = (
+            f"Rubric: exactly one entry per criterion of {criteria} ({len(payload.criteria)}), "
+            f"in their order: how well {answer} meets it, from 0 to {payload.points}."
+        )
+        return _Section(
+            key, payload, CriterionScores, text, (question, answer, criteria), described
+        )
     raise TypeError(f"not a batchable payload: {type(payload).__name__}")
 
 
@@ -207,15 +240,17 @@ def _prompt(
 
 
 @functools.lru_cache(maxsize=256)
-def _combined_type(needs_claims: bool, replies: tuple[type[BaseModel], ...]) -> type[BaseModel]:
+def _combined_type(
+    needs_claims: bool, replies: tuple[tuple[type[BaseModel], str], ...]
+) -> type[BaseModel]:
     """The reply model: `claims`, then one loosely parsed key per section (validated later,
-    one by one) whose schema is still its section's, for structured output. Cached per shape:
-    the judges memoise schemas per type."""
+    one by one) whose schema is still its section's, for structured output, described as
+    the section's content. Cached per shape: the judges memoise schemas per type."""
     fields: dict[str, Any] = {}
     if needs_claims:
         fields["claims"] = (list[str], Field(description="The ANSWER's claims."))
-    for number, reply in enumerate(replies, start=1):
-        schema = _inline(reply.model_json_schema())
+    for number, (reply, description) in enumerate(replies, start=1):
+        schema = {**_inline(reply.model_json_schema()), "description": description}
         fields[f"s{number}"] = (Annotated[Any, WithJsonSchema(schema)], None)
     model: type[BaseModel] = create_model("CombinedReply", **fields)
     return model

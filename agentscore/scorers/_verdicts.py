@@ -17,6 +17,7 @@ from agentscore.scorers.base import Score, Scorer, StepParams
 from agentscore.scorers.options import ScorerOptions
 
 __all__ = [
+    "CONFIDENT",
     "JudgeItems",
     "Judged",
     "Wording",
@@ -24,6 +25,7 @@ __all__ = [
     "question_of",
     "reason_from",
     "require_llm",
+    "undecided_reason",
     "weighted_score",
 ]
 
@@ -35,9 +37,26 @@ class Judged:
     text: str
     verdict: Verdict
     reason: str
+    # How sure the judge is, when it says (the local judge does); below CONFIDENT: a guess.
+    confidence: float | None = None
 
-    def shape(self) -> dict[str, str]:
-        return {"text": self.text, "verdict": self.verdict.value, "reason": self.reason}
+    @property
+    def decided(self) -> bool:
+        return self.confidence is None or self.confidence >= CONFIDENT
+
+    def shape(self) -> dict[str, object]:
+        shaped: dict[str, object] = {
+            "text": self.text,
+            "verdict": self.verdict.value,
+            "reason": self.reason,
+        }
+        if self.confidence is not None:
+            shaped["confidence"] = self.confidence
+        return shaped
+
+
+# The confidence from which a verdict counts as decided (a cascade's `confident_at` default).
+CONFIDENT = 0.9
 
 
 # The judged items of one run; None when there was no context to judge.
@@ -83,7 +102,8 @@ def judged_list_scorer(
 
     @on_loop
     def generate_reason(params: StepParams) -> str:
-        assert params.score is not None
+        if params.score is None:  # undecided items would decide pass or fail
+            return undecided_reason(params.state["items"], noun=wording.noun, good=wording.good)
         return reason_from(
             params.score,
             params.state["items"] or (),
@@ -111,7 +131,26 @@ def weighted_score(
     if not items:
         return Score(0.0, status="no_claims")
     total = sum(weights.get(item.verdict, 0.0) for item in items)
-    return Score(round(total / len(items) * scale, 2))
+    score = round(total / len(items) * scale, 2)
+    guessed = [item for item in items if not item.decided]
+    if not guessed:
+        return Score(score)
+    # What the score would be with each guess the worst and the best verdict.
+    certain = sum(weights.get(item.verdict, 0.0) for item in items if item.decided)
+    best = max(weights.values(), default=0.0)
+    lowest = round(certain / len(items) * scale, 2)
+    highest = round((certain + best * len(guessed)) / len(items) * scale, 2)
+    return Score(score, could_be=(lowest, highest))
+
+
+def undecided_reason(items: Sequence[Judged], *, noun: str, good: str) -> str:
+    """Why a run has no score: the items its judge could not tell, which decide the verdict."""
+    guessed = [(item.text, item.reason) for item in items if not item.decided]
+    return (
+        f"Not scored: the judge could not tell whether {len(guessed)} of {len(items)} {noun} "
+        f"{good}, and they decide pass or fail: {quote(guessed)}. An LLM judge (a model "
+        "name, or a cascade such as 'local+gpt-4o-mini') can."
+    )
 
 
 def reason_from(

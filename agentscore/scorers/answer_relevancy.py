@@ -43,8 +43,11 @@ def create_answer_relevancy_scorer(
     semantics (`uncertainty_weight=0.3`); `uncertainty_weight=1.0` is deepeval's, where only
     "no" counts against. An answer with no statements scores 0 ("no_claims"); a run with no
     user message fails with `MissingInputError`. With `model="local"` (the default) the
-    verdicts are a lexical approximation: a statement sharing a content word with the
-    question is "yes", any other "unsure" (see docs/concepts.md).
+    verdicts are lexical: a statement sharing a content word or an identifier with the
+    question, or continuing one that does, is "yes"; one about another thing of the kind
+    asked about ("order 2001" for "order 1042") is "no"; any other is left undecided, and a
+    run whose undecided statements could turn pass into fail ends "undecided", with no score
+    and a reason naming them (see docs/local-judge.md).
     Options: `ScorerOptions`.
     """
     check_number("uncertainty_weight", uncertainty_weight, low=0, high=1)
@@ -63,7 +66,7 @@ def create_answer_relevancy_scorer(
                 payload=RelevancyPayload(question=question, output=output),
             )
         )
-        return [Judged(s.statement, s.verdict, s.reason) for s in reply.statements]
+        return [Judged(s.statement, s.verdict, s.reason, s.confidence) for s in reply.statements]
 
     return judged_list_scorer(
         judge_items,

@@ -66,6 +66,10 @@ class Score:
 
     value: float = 0.0
     status: Literal["scored", "no_claims", "no_context"] = "scored"
+    # The scores the run could have had if the judge had decided every item it could not
+    # tell (the local judge's undecided ones): when they fall on both sides of the threshold,
+    # the run ends "undecided", with no score, and generate_reason sees `params.score` None.
+    could_be: tuple[float, float] | None = None
 
 
 NO_CONTEXT_REASON = "Not scored: there is no context to check the output against."
@@ -232,12 +236,14 @@ class Scorer:
 
         params.step = "generate_score"
         outcome = await call_user(self._generate_score, params)
-        value, status = _score_value(outcome)
+        value, status, could_be = _score_value(outcome)
         if status is ScoreStatus.NO_CONTEXT:
             return self._no_context_result(params)
         if not math.isfinite(value):
             raise ValueError(f"generate_score returned a non-finite score: {value!r}")
-        value = self._apply_strict_mode(min(max(value, 0.0), self.scale))
+        value = self._bounded(value)
+        if could_be is not None and len({self._passed(self._bounded(v)) for v in could_be}) > 1:
+            return await self._undecided_result(params)
         params.score = value
         self._trace("generate_score", value)
 
@@ -265,6 +271,30 @@ class Scorer:
             generate_reason_prompt=params.prompts.get("generate_reason"),
             judge_usage=params.usage,
         )
+
+    async def _undecided_result(self, params: StepParams) -> ScoreResult:
+        """The judge left items undecided that make the difference between pass and fail: no
+        score (a guess would read as a verdict), and a reason that names them."""
+        self._trace("generate_score", None)
+        reason: str | None = None
+        if self.include_reason and self._generate_reason is not None:
+            params.step = "generate_reason"
+            reason = _reason_text(await _call_step(self._generate_reason, params))
+            self._trace("generate_reason", reason)
+        return ScoreResult(
+            **self._identity(params.run),
+            status=ScoreStatus.UNDECIDED,
+            reason=reason,
+            context=params.state.get("context"),
+            preprocess_step_result=params.results.get("preprocess_step_result"),
+            preprocess_prompt=params.prompts.get("preprocess"),
+            analyze_step_result=params.results.get("analyze_step_result"),
+            analyze_prompt=params.prompts.get("analyze"),
+            judge_usage=params.usage,
+        )
+
+    def _bounded(self, value: float) -> float:
+        return self._apply_strict_mode(min(max(value, 0.0), self.scale))
 
     def _no_context_result(self, params: StepParams) -> ScoreResult:
         """Nothing was judged: no score, no pass or fail, and a reason that says why."""
@@ -371,12 +401,12 @@ def _plain(value: Any) -> Any:
     return value.model_dump(mode="json") if isinstance(value, BaseModel) else value
 
 
-def _score_value(outcome: Any) -> tuple[float, ScoreStatus]:
+def _score_value(outcome: Any) -> tuple[float, ScoreStatus, tuple[float, float] | None]:
     if isinstance(outcome, Score):
-        return float(outcome.value), ScoreStatus(outcome.status)
+        return float(outcome.value), ScoreStatus(outcome.status), outcome.could_be
     if isinstance(outcome, bool) or not isinstance(outcome, int | float):
         raise TypeError(f"generate_score must return a number or Score, got {outcome!r}")
-    return float(outcome), ScoreStatus.SCORED
+    return float(outcome), ScoreStatus.SCORED, None
 
 
 def _reason_text(value: Any) -> str | None:

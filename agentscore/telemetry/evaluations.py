@@ -219,9 +219,9 @@ def averaged_score(result: ScoreResult) -> float | None:
 
 
 def label_for(result: ScoreResult) -> str | None:
-    """pass / fail; the status ("no_claims", "no_context") for a run that neither passes nor
-    fails."""
-    if result.status in (ScoreStatus.NO_CLAIMS, ScoreStatus.NO_CONTEXT):
+    """pass / fail; the status ("no_claims", "no_context", "undecided") for a run that neither
+    passes nor fails."""
+    if result.status in (ScoreStatus.NO_CLAIMS, ScoreStatus.NO_CONTEXT, ScoreStatus.UNDECIDED):
         return result.status.value
     return result.label
 
@@ -270,10 +270,12 @@ def explanation_for(result: ScoreResult, capture_content: bool) -> str:
 
 
 def _record_metrics(telemetry: Telemetry, result: ScoreResult) -> None:
-    # no_context is its own outcome: such a run was not judged, neither scored nor failed.
-    outcome = {ScoreStatus.FAILED: ledger.FAILED, ScoreStatus.NO_CONTEXT: ledger.NO_CONTEXT}.get(
-        result.status, ledger.SCORED
-    )
+    # no_context and undecided are outcomes of their own: neither scored nor failed.
+    outcome = {
+        ScoreStatus.FAILED: ledger.FAILED,
+        ScoreStatus.NO_CONTEXT: ledger.NO_CONTEXT,
+        ScoreStatus.UNDECIDED: ledger.UNDECIDED,
+    }.get(result.status, ledger.SCORED)
     # pass / fail (or no_claims) beside the outcome: a pass rate is a ratio of one counter.
     label = label_for(result) if outcome == ledger.SCORED else None
     telemetry.ledger.add(outcome, (result.scorer_id,), result.agent_name, label)

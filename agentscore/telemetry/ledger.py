@@ -3,7 +3,8 @@
 For each scorer, the outcomes add up to the generations offered to it: `sampled_out` (its
 sampling rate did not pick the trace), `filtered` (the evals filter vetoed it), `over_budget`
 (reserved: a spend budget refused it), `dropped` (no room in a queue, or too old), `scored`,
-`no_context` (nothing to judge against) and `failed`. Each is counted where the pipeline
+`no_context` (nothing to judge against), `undecided` (judged, but the judge could not tell
+pass from fail: the local judge's answer relevancy) and `failed`. Each is counted where the pipeline
 decides it: choose (sampling, filter), the queues (drops), evaluate (a final result), the
 runner (a run that ended before its scorer could return a result).
 
@@ -37,6 +38,7 @@ __all__ = [
     "RUNS_METRIC",
     "SAMPLED_OUT",
     "SCORED",
+    "UNDECIDED",
     "Ledger",
     "ledger_for",
 ]
@@ -48,9 +50,19 @@ OVER_BUDGET: Final = "over_budget"
 DROPPED: Final = "dropped"
 SCORED: Final = "scored"
 NO_CONTEXT: Final = "no_context"
+UNDECIDED: Final = "undecided"
 FAILED: Final = "failed"
 # The outcomes of one scorer run: each run offered to a scorer ends as exactly one of them.
-OUTCOMES: Final = (SAMPLED_OUT, FILTERED, OVER_BUDGET, DROPPED, SCORED, NO_CONTEXT, FAILED)
+OUTCOMES: Final = (
+    SAMPLED_OUT,
+    FILTERED,
+    OVER_BUDGET,
+    DROPPED,
+    SCORED,
+    NO_CONTEXT,
+    UNDECIDED,
+    FAILED,
+)
 # A generation whose stream was left before it completed: never offered to a scorer, so it
 # is counted per agent, without a scorer, and is not one of OUTCOMES.
 ABANDONED: Final = "abandoned"
@@ -129,7 +141,7 @@ def ledger_for(meter_provider: MeterProvider | None, scope: str) -> Ledger:
         [ledger.observe],
         unit="{run}",
         description="Scorer runs by outcome: sampled_out, filtered, over_budget, dropped, "
-        "scored, no_context, failed (they add up to the runs offered to each scorer); "
+        "scored, no_context, undecided, failed (they add up to the runs offered to each scorer); "
         "abandoned streams by agent",
     )
     return ledger

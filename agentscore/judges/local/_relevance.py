@@ -1,36 +1,180 @@
-"""The local judge's lexical approximation of relevance: shared content words.
+"""The local judge's relevance checks: what words can decide, and what they cannot.
 
-A statement (or a context item) that shares a content word with the question is judged
-relevant ("yes"). One that shares none is "unsure", not "no": an on-topic answer often uses
-other words ("Where is my parcel?" / "It left the depot on Monday"), and words alone cannot
-tell it from an off-topic one. See docs/concepts.md for what this catches and misses.
+Answer relevancy. A statement that shares a number, or two content words (the question's
+only one, when it has one), with the question addresses it ("yes", decided); so does one
+that continues such a statement: it opens with a pronoun right after it ("It arrives on
+Monday") or shares a content word with it. A
+statement about another thing of the same kind ("order 2001" when the question asks about
+"order 1042") is off-topic ("no", decided). Any other statement is "unsure" and undecided:
+words alone cannot tell an on-topic paraphrase ("Where is my parcel?" / "The package left
+the depot") or a needed detail from a digression, so the scorer leaves a run unscored when
+such statements could change its verdict (see docs/local-judge.md).
+
+Context relevance: an item that shares a content word with the question is "yes"; any other
+is "unsure", never "no".
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from agentscore.judges.local._lexicon import STOPWORDS
 from agentscore.judges.local._parse import parse
+from agentscore.judges.local._text import canon
 
-__all__ = ["item_verdicts", "statement_verdicts"]
+__all__ = ["DECIDED", "UNDECIDED", "item_verdicts", "statement_verdicts"]
 
+DECIDED = 0.95
+UNDECIDED = 0.5
 _SHOWN = 3
+_QUOTE = 60
+# Words that point back at what the previous statement is about.
+_ANAPHORS = frozenset(
+    [
+        "it",
+        "its",
+        "it's",
+        "they",
+        "them",
+        "their",
+        "they're",
+        "this",
+        "that",
+        "these",
+        "those",
+        "he",
+        "she",
+        "his",
+        "her",
+        "there",
+        "which",
+        "both",
+    ]
+)
+# A number that names a thing: "order 1042", "ticket #88", "room no. 12".
+_IDENTIFIED = re.compile(r"\b([^\W\d_]{2,})\s*(?:#|no\.\s*|number\s+)?(\d[\d-]*)\b")
+# A code that names a thing alone: "X200", "BA117".
+_CODE = re.compile(r"\b[A-Z]{1,3}\d{2,}[A-Z]?\b")
+_DIGITS = re.compile(r"\d[\d-]*\d|\d")
+
+
+@dataclass(frozen=True, slots=True)
+class _Words:
+    """What a question or a statement is about, as the checks compare it."""
+
+    terms: frozenset[str]
+    numbers: frozenset[str]
+    ids: frozenset[tuple[str, str]]  # (the noun's stem, "noun number" as written)
+    codes: frozenset[str]
+    opener: str
+
+    @classmethod
+    def of(cls, text: str) -> _Words:
+        first = re.match(r"\W*([^\W\d_]+(?:['’][^\W\d_]+)?)", text)
+        return cls(
+            terms=parse(text).terms,
+            numbers=frozenset(_DIGITS.findall(text)),
+            ids=frozenset(
+                (canon(noun), f"{noun} {number}")
+                for noun, number in _IDENTIFIED.findall(text)
+                if noun.lower() not in STOPWORDS
+            ),
+            codes=frozenset(_CODE.findall(text)),
+            opener=first.group(1).lower().replace("’", "'") if first else "",
+        )
 
 
 def statement_verdicts(texts: Sequence[str], question: str) -> list[dict[str, Any]]:
-    """One verdict per statement of the answer, in order."""
-    asked = parse(question).terms
-    return [{"statement": text, **_verdict(text, asked)} for text in texts]
+    """One verdict per statement of the answer, in order, each with its `confidence`."""
+    asked = _Words.of(question)
+    said = [_Words.of(text) for text in texts]
+    if not asked.terms and not asked.numbers:
+        why = "the question has no content word to compare (lexical check: cannot tell)"
+        return [_statement(text, "unsure", why, UNDECIDED) for text in texts]
+    verdicts: list[tuple[str, str] | None] = [_direct(words, asked) for words in said]
+    _chain(texts, said, verdicts)
+    return [
+        _statement(text, *verdict, DECIDED)
+        if verdict is not None
+        else _statement(
+            text,
+            "unsure",
+            "shares too little with the question, and nothing with the statements that "
+            "address it (lexical check: cannot tell a paraphrase or a detail from a "
+            "digression)",
+            UNDECIDED,
+        )
+        for text, verdict in zip(texts, verdicts, strict=True)
+    ]
 
 
 def item_verdicts(context: Sequence[str], question: str) -> list[dict[str, Any]]:
     """One verdict per context item, in order."""
     asked = parse(question).terms
-    return [_verdict(text, asked) for text in context]
+    return [_item_verdict(text, asked) for text in context]
 
 
-def _verdict(text: str, asked: frozenset[str]) -> dict[str, Any]:
+def _direct(said: _Words, asked: _Words) -> tuple[str, str] | None:
+    """The verdict a statement earns on its own, or None."""
+    other = _other_thing(said, asked)
+    if other:
+        return "no", f"is about {other}, not the thing the question asks about"
+    terms = sorted(said.terms & asked.terms)
+    numbers = sorted(said.numbers & asked.numbers)
+    # One word of several is weak evidence: "Is the hotel pet-friendly?" / "The hotel pool
+    # is heated" share "hotel" and answer different questions.
+    if numbers or len(terms) >= min(2, len(asked.terms)):
+        words = ", ".join(repr(word) for word in (terms + numbers)[:_SHOWN])
+        return "yes", f"shares {words} with the question"
+    return None
+
+
+def _other_thing(said: _Words, asked: _Words) -> str:
+    """'order 2001' when the question names order 1042 and the statement does not; 'X300'
+    when it names the X200."""
+    if said.numbers & asked.numbers:
+        return ""
+    named = {noun for noun, _ in asked.ids}
+    others = sorted(shown for noun, shown in said.ids if noun in named)
+    if not others and asked.codes:
+        others = sorted(said.codes)
+    return others[0] if others else ""
+
+
+def _chain(
+    texts: Sequence[str], said: Sequence[_Words], verdicts: list[tuple[str, str] | None]
+) -> None:
+    """Give the undecided statements that continue a decided one its verdict, in place."""
+    changed = True
+    while changed:
+        changed = False
+        for i, verdict in enumerate(verdicts):
+            if verdict is not None:
+                continue
+            follows = verdicts[i - 1] if i else None
+            if follows is not None and said[i].opener in _ANAPHORS:
+                cue = f"{texts[i - 1][:_QUOTE]!r}"
+                verdicts[i] = (follows[0], f"continues the statement {cue} ({said[i].opener!r})")
+                changed = True
+                continue
+            for j, other in enumerate(verdicts):
+                shared = sorted(said[i].terms & said[j].terms)
+                if other is not None and other[0] == "yes" and shared:
+                    words = ", ".join(repr(word) for word in shared[:_SHOWN])
+                    reason = f"shares {words} with the statement {texts[j][:_QUOTE]!r}"
+                    verdicts[i] = ("yes", f"{reason}, which addresses the question")
+                    changed = True
+                    break
+
+
+def _statement(text: str, verdict: str, reason: str, confidence: float) -> dict[str, Any]:
+    return {"statement": text, "verdict": verdict, "reason": reason, "confidence": confidence}
+
+
+def _item_verdict(text: str, asked: frozenset[str]) -> dict[str, Any]:
     if not asked:
         return {"verdict": "unsure", "reason": "the question has no content words to compare"}
     shared = sorted(parse(text).terms & asked)
