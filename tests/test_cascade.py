@@ -165,6 +165,19 @@ async def test_calibration_sends_every_claim_and_counts_agreement(otel: Otel) ->
     assert after[disagree] - before.get(disagree, 0) == 1
 
 
+async def test_a_figure_the_context_negates_goes_to_the_llm() -> None:
+    # "20" is in the context, as a number never to take: the digits match, the claim does not.
+    endpoint = ScriptedEndpoint(answering("no"))
+    context = ["Take 2 pills daily, never 20."]
+    scorer = create_faithfulness_scorer(cascade(endpoint), context=context)
+    result = await scorer.run(run("Take 2 pills daily. Take 20 pills daily."))
+    assert [claims_in(body) for body in endpoint.requests] == [["Take 20 pills daily."]]
+    assert verdict_rows(result) == [
+        ("Take 2 pills daily.", "yes", "local"),
+        ("Take 20 pills daily.", "no", "judge-llm"),
+    ]
+
+
 async def test_the_same_run_sent_again_is_drawn_again_for_calibration() -> None:
     # In `agentscore serve` the run id comes from trace and span ids the sender picks: a
     # share chosen by any function of the request (its id, its content) could be avoided.
