@@ -47,13 +47,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from agentscore.context import run_context  # noqa: E402
-from agentscore.judges import (  # noqa: E402
-    CascadeJudge,
-    LocalJudge,
-    OpenAIJudge,
-    _grounding,
-)
+from agentscore.judges import CascadeJudge, LocalJudge, OpenAIJudge  # noqa: E402
 from agentscore.judges.cascade import CONFIDENT_AT, Escalate  # noqa: E402
+from agentscore.judges.local import _grounding  # noqa: E402
 from agentscore.judges.local._grounding import check_claims, split_claims  # noqa: E402
 from agentscore.judges.local._lexicon import STOPWORDS  # noqa: E402
 from agentscore.run import ScorerRun  # noqa: E402

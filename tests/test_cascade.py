@@ -61,7 +61,7 @@ def answering(verdict: str) -> Callable[[dict[str, Any]], ScriptedReply]:
 
 def cascade(endpoint: ScriptedEndpoint, **options: Any) -> CascadeJudge:
     llm = OpenAIJudge("judge-llm", client=endpoint.client(max_retries=0), use_cache=False)
-    # No calibration share unless a test asks for one: the default 2% picks random run ids.
+    # No calibration share unless a test asks for one: the default draws 2% of runs.
     options.setdefault("calibration", 0.0)
     return CascadeJudge(first=LocalJudge(), then=llm, **options)
 
@@ -165,35 +165,37 @@ async def test_calibration_sends_every_claim_and_counts_agreement(otel: Otel) ->
     assert after[disagree] - before.get(disagree, 0) == 1
 
 
-async def test_the_calibration_share_is_chosen_from_the_run_id_deterministically() -> None:
-    outputs = [f"Order {1000 + n} shipped on 18 November 2026 with UPS." for n in range(40)]
-    context = [f"Order {1000 + n} shipped on 18 November 2026 with UPS." for n in range(40)]
+async def test_a_figure_the_context_negates_goes_to_the_llm() -> None:
+    # "20" is in the context, as a number never to take: the digits match, the claim does not.
+    endpoint = ScriptedEndpoint(answering("no"))
+    context = ["Take 2 pills daily, never 20."]
+    scorer = create_faithfulness_scorer(cascade(endpoint), context=context)
+    result = await scorer.run(run("Take 2 pills daily. Take 20 pills daily."))
+    assert [claims_in(body) for body in endpoint.requests] == [["Take 20 pills daily."]]
+    assert verdict_rows(result) == [
+        ("Take 2 pills daily.", "yes", "local"),
+        ("Take 20 pills daily.", "no", "judge-llm"),
+    ]
 
-    async def chosen(shift: int) -> list[int]:
-        endpoint = ScriptedEndpoint(answering("yes"))
-        scorer = create_faithfulness_scorer(cascade(endpoint, calibration=0.5), context=context)
-        picked = []
-        for n in range(len(outputs)):
-            sent = len(endpoint.requests)
-            # The same run id with another answer: the run is in or out all the same.
-            await scorer.run(run(outputs[(n + shift) % len(outputs)], run_id=f"run-{n}"))
-            if len(endpoint.requests) > sent:
-                picked.append(n)
-        return picked
 
-    first, second = await chosen(0), await chosen(7)
-    assert first == second
-    assert 0 < len(first) < len(outputs)
+async def test_the_same_run_sent_again_is_drawn_again_for_calibration() -> None:
+    # In `agentscore serve` the run id comes from trace and span ids the sender picks: a
+    # share chosen by any function of the request (its id, its content) could be avoided.
+    endpoint = ScriptedEndpoint(answering("yes"))
+    scorer = create_faithfulness_scorer(cascade(endpoint, calibration=0.5), context=CONTEXT)
+    for _ in range(40):
+        await scorer.run(run(SURE_ANSWER, run_id="the-same-run"))
+    assert 0 < len(endpoint.requests) < 40
 
 
 async def test_by_default_about_one_run_in_fifty_goes_to_both_stages() -> None:
     endpoint = ScriptedEndpoint(answering("yes"))
     llm = OpenAIJudge("judge-llm", client=endpoint.client(max_retries=0), use_cache=False)
-    judge = CascadeJudge(then=llm)
+    judge = CascadeJudge(then=llm, seed=7)  # seeded: the share drawn is the same every time
     assert judge.calibration == 0.02
     scorer = create_faithfulness_scorer(judge, context=CONTEXT)
-    for n in range(1000):
-        await scorer.run(run(SURE_ANSWER, run_id=f"{n:032x}"))
+    for _ in range(1000):
+        await scorer.run(run(SURE_ANSWER))
     # Every claim of SURE_ANSWER is decided locally: only calibration runs send a request.
     assert 10 <= len(endpoint.requests) <= 30
     assert judge.agreement()["yes"].compared == len(endpoint.requests)
@@ -318,9 +320,10 @@ def test_local_plus_a_model_name_is_a_cascade_wherever_a_name_is_accepted() -> N
     assert isinstance(scorer.judge, CascadeJudge)
     assert scorer.judge.model_name == "local+gpt-4o-mini"
     assert scorer.judge.then.model_name == "gpt-4o-mini"
-    # A run the local judge is sure of never reaches the (unconfigured) LLM. Its run id is
-    # fixed: one outside the default 2% calibration share (its hash is 0.59 of the range).
-    result = scorer.run_sync(run(SURE_ANSWER, run_id="sure-run"))
+    # A run the local judge is sure of never reaches the (unconfigured) LLM, once the
+    # calibration draws that would send 2% of such runs there are off.
+    scorer.judge.calibration = 0.0
+    result = scorer.run_sync(run(SURE_ANSWER))
     assert (result.score, result.judge_model) == (0.0, "local+gpt-4o-mini")
     with pytest.raises(ConfigurationError, match="must not be empty"):
         create_hallucination_scorer("local+")
@@ -395,13 +398,12 @@ async def test_escalating_whole_runs_sends_every_claim_once_a_request_is_needed(
     assert len(claims_in(endpoint.requests[0])) == 3
     assert {row[2] for row in verdict_rows(result)} == {"judge-llm"}
     assert result.score == 0.0
-    # The local judge's decided verdicts were checked against the LLM's: one agreed.
+    # The local judge's confident verdicts were overruled, not decided alone: they count as
+    # escalated, not as agreement (which measures only what the local stage decides).
     after = cascade_points(otel, "agentscore.cascade.claims")
-    agree = (
-        ("agentscore.cascade.agreement", "agree"),
-        ("agentscore.cascade.decision", "calibration"),
-    )
-    assert after[agree] - before.get(agree, 0) == 1
+    escalated = (("agentscore.cascade.decision", "escalated"),)
+    assert after[escalated] - before.get(escalated, 0) == 3
+    assert judge.agreement() == {}
     # A run the local judge is sure of still sends nothing.
     await scorer.run(run(SURE_ANSWER))
     assert len(endpoint.requests) == 1

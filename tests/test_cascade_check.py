@@ -5,6 +5,9 @@ scripted endpoint."""
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Iterator
+from itertools import count
 from typing import Any
 
 import pytest
@@ -16,7 +19,15 @@ from agentscore.judges.cascade import Agreement, CascadeJudge, cascade_health
 from agentscore.scorers import create_faithfulness_scorer
 from agentscore.testing import ScriptedEndpoint, ScriptedReply, chat_completion
 from tests.conftest import Otel, number_point
-from tests.test_cascade import CONTEXT, SURE_ANSWER, cascade, claims_in, run, verdict_rows
+from tests.test_cascade import (
+    CONTEXT,
+    INVENTED,
+    SURE_ANSWER,
+    cascade,
+    claims_in,
+    run,
+    verdict_rows,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -26,21 +37,22 @@ WINDOW = 5
 class ScriptedLLM:
     """An LLM stage giving every claim it is asked about `verdict` (changeable mid-test)."""
 
-    def __init__(self, verdict: str) -> None:
+    def __init__(self, verdict: str, **by_claim: str) -> None:
         self.verdict = verdict
+        self.by_claim = by_claim  # claim -> its own verdict
         self.endpoint = ScriptedEndpoint(self.reply)
 
     def reply(self, body: dict[str, Any]) -> ScriptedReply:
         verdicts = [
-            {"claim": claim, "verdict": self.verdict, "reason": "scripted"}
+            {"claim": claim, "verdict": self.by_claim.get(claim, self.verdict), "reason": "-"}
             for claim in claims_in(body)
         ]
         return chat_completion({"verdicts": verdicts})
 
 
 def self_checking(llm: ScriptedLLM) -> CascadeJudge:
-    # Half the runs are calibration runs (chosen by run id), so the window fills quickly.
-    return cascade(llm.endpoint, calibration=0.5, agreement_window=WINDOW)
+    # Half the runs are calibration runs, so the window fills quickly; seeded, the same half.
+    return cascade(llm.endpoint, calibration=0.5, agreement_window=WINDOW, seed=3)
 
 
 async def score(judge: CascadeJudge, runs: range) -> list[tuple[bool, list[str]]]:
@@ -115,7 +127,7 @@ async def test_agreement_and_local_deciding_are_exported_as_gauges(otel: Otel) -
     llm = ScriptedLLM("no")
     # A name of its own: other tests' cascades may still be alive, and are observed too.
     then = OpenAIJudge("judge-gauges", client=llm.endpoint.client(max_retries=0))
-    judge = CascadeJudge(then=then, calibration=0.5, agreement_window=WINDOW)
+    judge = CascadeJudge(then=then, calibration=0.5, agreement_window=WINDOW, seed=3)
     await score(judge, range(30))
     data = otel.metrics.get_metrics_data()
     gauges = {"agentscore.cascade.agreement", "agentscore.cascade.local_deciding"}
@@ -162,3 +174,53 @@ async def test_the_health_page_shows_each_cascade_paused_or_deciding() -> None:
             "agreement": {"yes": {"share": 0.0, "agreed": 0, "compared": WINDOW}},
         }
     }
+
+
+def ids_outside_a_hashed_share(share: float) -> Iterator[str]:
+    """Run ids a sender would pick to keep its runs out of a share chosen by a hash of the id
+    (as trace and span ids are, in `agentscore serve`)."""
+    for n in count():
+        run_id = f"run-{n}"
+        digest = hashlib.sha256(run_id.encode()).digest()
+        if int.from_bytes(digest[:8], "big") / 2**64 >= share:
+            yield run_id
+
+
+async def test_run_ids_a_sender_picks_do_not_keep_its_runs_from_being_compared() -> None:
+    llm = ScriptedLLM("no")  # every local "yes" is wrong
+    judge = self_checking(llm)
+    scorer = create_faithfulness_scorer(judge, context=CONTEXT)
+    for _, run_id in zip(range(40), ids_outside_a_hashed_share(0.5), strict=False):
+        await scorer.run(run(SURE_ANSWER, run_id=run_id))
+    assert judge.agreement()["yes"].agreed == 0
+    assert judge.local_deciding is False
+
+
+# A run the local stage cannot decide alone: one claim it is sure of, one it is not.
+EASY = f"Returns are accepted within 30 days of delivery. {INVENTED}"
+
+
+async def test_verdicts_the_llm_overrules_anyway_are_not_counted_as_agreement() -> None:
+    # With escalate="run" this run goes whole to the LLM, calibration or not: its confident
+    # local verdict is never decided alone, so it says nothing of the ones that are.
+    llm = ScriptedLLM("yes")
+    judge = cascade(llm.endpoint, escalate="run", calibration=1.0, agreement_window=WINDOW)
+    result = await create_faithfulness_scorer(judge, context=CONTEXT).run(run(EASY))
+    assert [row[2] for row in verdict_rows(result)] == ["judge-llm", "judge-llm"]
+    assert judge.agreement() == {}
+
+
+async def test_easy_runs_beside_each_wrong_one_do_not_dilute_the_agreement() -> None:
+    # The local stage is wrong on every run it decides alone; a client sends three runs the
+    # LLM judges anyway (and agrees with the local stage on) beside each of them.
+    llm = ScriptedLLM("yes", **{SURE_ANSWER: "no"})
+    judge = cascade(
+        llm.endpoint, escalate="run", calibration=0.8, agreement_window=10, agreement_bound=0.5
+    )
+    scorer = create_faithfulness_scorer(judge, context=CONTEXT)
+    for n in range(25):
+        await scorer.run(run(SURE_ANSWER, run_id=f"hard-{n}"))
+        for k in range(3):
+            await scorer.run(run(EASY, run_id=f"easy-{n}-{k}"))
+    assert judge.agreement() == {"yes": Agreement(agreed=0, compared=10)}
+    assert judge.local_deciding is False

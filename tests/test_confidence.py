@@ -264,3 +264,136 @@ def test_the_same_range_is_the_same_number_whatever_word_follows_it() -> None:
     context = ["The centre works with young people aged 10-24 from all backgrounds."]
     found = check("The centre works with people aged 10-24 in all regions.", context)
     assert "does not appear" not in found.reason
+
+
+# A figure the context negates, bounds or excludes is not the value a claim gives it: "take
+# 20 pills" repeats the digits of "never 20", not what it says.
+@pytest.mark.parametrize(
+    ("claim", "context"),
+    [
+        ("Take 20 pills daily.", ["Take 2 pills daily, never 20."]),
+        ("Take 20 pills.", ["Take 2 pills, not 20."]),
+        ("The dose is 20 mg.", ["The dose must not exceed 20 mg."]),
+        ("You can take 20 pills a day.", ["You can take no more than 20 pills a day."]),
+        ("The box holds 20 items.", ["The box holds at most 20 items."]),
+        ("The box holds 20 items.", ["The box holds up to 20 items."]),
+        ("The fee is 20 dollars.", ["The fee is under 20 dollars."]),
+        ("The fee is 20 dollars.", ["The fee is less than 20 dollars."]),
+        ("Shipping costs $5.", ["Shipping costs over $5."]),
+        ("Guests can stay 20 nights.", ["Guests can stay a maximum of 20 nights."]),
+        ("The room seats 20 people.", ["The room seats 20 people at most."]),
+        ("Applicants must be 18.", ["Applicants must be 18 or older."]),
+        ("The course takes 20 weeks.", ["The course takes 12 weeks rather than 20."]),
+        ("Use size 20.", ["Use size 12 instead of 20."]),
+        ("Sizes 10 and 20 ship today.", ["Sizes 10 to 30 ship today, except 20."]),
+        ("The law took effect in 2020.", ["The law took effect before 2020."]),
+        ("The store opens at 9.", ["The store opens after 9."]),
+        # a limit in the claim: the context does not state it, or its value may meet it
+        ("Take up to 20 pills daily.", ["Take 20 pills daily."]),
+        ("Over 200,000 passengers flew in 2012.", ["294,000 passengers flew in 2012."]),
+        ("The fee is not 20 dollars.", ["The fee is 30 dollars."]),
+    ],
+)  # fmt: skip
+def test_a_figure_the_context_negates_or_bounds_is_not_decided(
+    claim: str, context: list[str]
+) -> None:
+    found = check(claim, context)
+    assert found.confidence == UNDECIDED, found.reason
+    assert found.verdict in ("yes", "no", "unsure")  # the best guess, for a judge alone
+
+
+def test_a_figure_only_excluded_by_the_context_is_its_best_guess_no() -> None:
+    for context in (["Take 2 pills daily, never 20."], ["Use size 12 instead of 20."]):
+        claim = "Take 20 pills daily." if "pills" in context[0] else "Use size 20."
+        assert check(claim, context).verdict == "no"
+
+
+@pytest.mark.parametrize(
+    ("claim", "context"),
+    [
+        # a value within the context's limit, or other than its excluded one, may hold
+        ("The box holds 15 items.", ["The box holds at most 20 items."]),
+        ("The fee is 30 dollars.", ["The fee is not 20 dollars."]),
+        ("The fee is 30 dollars.", ["The fee is never 20 dollars."]),
+    ],
+)  # fmt: skip
+def test_a_value_a_limit_allows_is_not_a_decided_contradiction(
+    claim: str, context: list[str]
+) -> None:
+    found = check(claim, context)
+    assert (found.verdict, found.confidence) != ("no", DECIDED), found.reason
+
+
+@pytest.mark.parametrize(
+    ("claim", "context"),
+    [
+        ("The box holds 25 items.", ["The box holds at most 20 items."]),
+        ("The law took effect in 2021.", ["The law took effect before 2020."]),
+        ("Applicants must be 16.", ["Applicants must be 18 or older."]),
+        ("Returns are accepted within 60 days.", ["Returns are accepted within 30 days."]),
+    ],
+)  # fmt: skip
+def test_a_value_outside_the_context_limit_is_a_decided_contradiction(
+    claim: str, context: list[str]
+) -> None:
+    assert decided(claim, context) == ("no", True)
+
+
+@pytest.mark.parametrize(
+    ("claim", "context"),
+    [
+        ("Take 2 pills daily.", ["Take 2 pills daily, never 20."]),  # the plain figure
+        ("The box holds at most 20 items.", ["The box holds at most 20 items."]),
+        ("Returns are accepted within 30 days.", ["Returns are accepted within 30 days."]),
+        ("The fee is not 20 dollars.", ["The fee is not 20 dollars."]),
+    ],
+)  # fmt: skip
+def test_a_figure_stated_alike_on_both_sides_is_still_decided(
+    claim: str, context: list[str]
+) -> None:
+    assert decided(claim, context) == ("yes", True)
+
+
+@pytest.mark.parametrize(
+    ("text", "bound"),
+    [
+        ("Take 2 pills daily, never 20.", "!="), ("not 20", "!="), ("except for 20", "!="),
+        ("size 12 instead of 20", "!="), ("12 weeks rather than 20", "!="),
+        ("all sizes other than 20", "!="), ("excluding 20", "!="), ("≠ 20", "!="),
+        ("at most 20", "<="), ("up to 20", "<="), ("a maximum of 20", "<="),
+        ("max 20", "<="), ("within 20 days", "<="), ("until 2020", "<="),
+        ("limited to 20", "<="), ("capped at 20", "<="), ("as many as 20", "<="),
+        ("20 people at most", "<="), ("20 or fewer", "<="), ("20 items or less", "<="),
+        ("no more than 20", "<="), ("must not exceed 20", "<="), ("not to exceed 20", "<="),
+        ("no later than 2020", "<="), ("x <= 20", "<="),
+        ("under 20", "<"), ("less than 20", "<"), ("fewer than $20", "<"), ("below 20", "<"),
+        ("before 2020", "<"), ("prior to 2020", "<"), ("x < 20", "<"),
+        ("over 20", ">"), ("more than 20", ">"), ("above 20", ">"), ("exceeding 20", ">"),
+        ("in excess of 20", ">"), ("after 2020", ">"), ("beyond 20", ">"),
+        ("at least 20", ">="), ("a minimum of 20", ">="), ("since 2020", ">="),
+        ("18 or older", ">="), ("20 or more", ">="), ("20+ stores", ">="),
+        ("20 and above", ">="), ("no less than 20", ">="), ("age >= 18", ">="),
+        # values
+        ("Order 1042 shipped on 18 November 2026.", ""), ("over the past 20 years", ""),
+        ("not only 20 but 30", ""), ("a no-fee 20 plan", ""), ("iPhone 15 Pro Max", ""),
+        ("20 minutes", ""), ("20 + 2", ""), ("It never rains, and 20 came.", ""),
+    ],
+)  # fmt: skip
+def test_each_limit_or_exclusion_phrase_bounds_its_figure(text: str, bound: str) -> None:
+    from agentscore.judges.local._numbers import extract_numbers
+
+    assert {n.bound for n in extract_numbers(text) if n.value in (20, 18, 2020, 15, 1042)} == {
+        bound
+    }
+
+
+def test_a_full_date_and_its_year_share_the_bound() -> None:
+    from agentscore.judges.local._numbers import extract_numbers
+
+    assert {n.bound for n in extract_numbers("no later than 18 November 2026")} == {"<="}
+
+
+def test_a_tool_result_field_named_as_a_limit_holds_a_limit() -> None:
+    record = [json.dumps({"room": "Deluxe", "max_guests": 4})]
+    assert decided("The Deluxe room has 4 guests.", record)[1] is False
+    assert decided("The Deluxe room has a max of 4 guests.", record) == ("yes", True)

@@ -1,18 +1,32 @@
 """Cheap first, the LLM only where it must: a cascade of a local judge and an LLM judge.
 
 Every request goes to the first judge (the offline local judge). The claims it is not
-confident about, or every claim of a deterministic share of runs kept for calibration, go to
-the second judge (an LLM) in one request per run, and its verdicts replace the first judge's
-for those claims. Each verdict records which judge decided it; the usage is the sum of both.
-The calibration runs check the first judge: when its confident verdicts agree with the LLM's
-less often than a bound over a rolling window, it stops deciding alone until they agree again.
+confident about, or every claim of a calibration run, go to the second judge (an LLM) in one
+request per run, and its verdicts replace the first judge's for those claims. Each verdict
+records which judge decided it; the usage is the sum of both.
+
+Calibration checks the first judge on what it decides alone, and nothing else:
+
+- The sample: among the runs where the first judge would decide some claims alone (its
+  confident verdicts; with `escalate="run"`, only in runs whose every claim is confident),
+  a share `calibration` is drawn at random, each run on its own. The draw reads nothing of
+  the request: in `agentscore serve` run ids come from trace and span ids the sender picks,
+  and content is the sender's too, so a choice made from either could be steered (runs kept
+  out of the share, easy runs put in it). Draws come from the OS's random source unless a
+  `seed` is given (tests), so a resent run is drawn again.
+- The comparison: in a drawn run every claim goes to the LLM, and only the verdicts the first
+  judge would have decided alone are compared with the LLM's. Confident verdicts the LLM
+  overrules anyway (`escalate="run"`) are not: a client could pad the sample with them.
+- The bound: when the compared verdicts of one kind agree with the LLM's less often than the
+  bound over a rolling window, the first judge stops deciding alone; every run then goes to
+  the LLM and is compared, until every full window is back at the bound.
+
 See docs/local-judge.md#the-cascade.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
+import random
 import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, TypeVar
@@ -82,10 +96,11 @@ class CascadeJudge:
       a verdict without one counts as not confident.
     - `then`: the LLM judge (a `Judge` or a model name).
     - `confident_at`: verdicts of `first` with at least this confidence are kept.
-    - `calibration`: the share of runs (0 to 1, default 0.02) whose claims all go to `then`,
-      chosen deterministically from a hash of the run id; agreement with `first` on its
-      confident claims is counted in the `agentscore.cascade.claims` metric and tracked per
-      verdict kind over the last `agreement_window` compared claims (`agreement()`).
+    - `calibration`: the share (0 to 1, default 0.02) of the runs `first` decides claims of
+      alone whose claims all go to `then`, drawn at random (module doc); agreement with the
+      verdicts `first` would have decided alone is counted in the `agentscore.cascade.claims`
+      metric and tracked per verdict kind over the last `agreement_window` compared claims
+      (`agreement()`).
     - `agreement_bound`: when agreement of one verdict kind over a full window falls below
       this (default 0.95), `first` stops deciding alone (`local_deciding` is False) and every
       claim goes to `then`, still compared, until every full window is back at the bound.
@@ -94,6 +109,8 @@ class CascadeJudge:
     - `escalate`: "unsure" (default) sends only the claims `first` is not sure of; "run"
       sends every claim of a run that needs the LLM anyway: the same number of requests,
       more tokens, and `first`'s rare confident errors in those runs are overruled.
+    - `seed`: makes the calibration draws reproducible (tests); by default they come from
+      the OS's random source, which no client can predict.
 
     When `first` raises, the whole request goes to `then`. Requests that are not claim
     verdicts (custom `JudgePrompt` steps) go to `then` directly.
@@ -110,6 +127,7 @@ class CascadeJudge:
         escalate: Escalate = "unsure",
         agreement_window: int = AGREEMENT_WINDOW,
         agreement_bound: float = AGREEMENT_BOUND,
+        seed: int | None = None,
     ) -> None:
         if then is None or then == "local":
             raise ConfigurationError("a cascade needs an LLM judge as `then` (a model or Judge)")
@@ -130,6 +148,7 @@ class CascadeJudge:
         self.on_llm_error = on_llm_error
         self.escalate = escalate
         self._agreement = AgreementTracker(agreement_window, agreement_bound)
+        self._draws = random.SystemRandom() if seed is None else random.Random(seed)
         _live.add(self)
 
     @property
@@ -176,8 +195,9 @@ class CascadeJudge:
             for item in _items(first.value, field)
         ]
         sure = [self._confident(item) for item in items]
-        calibrating = self._calibrating(payload)
-        # Paused, the local stage decides nothing alone, and its confident verdicts are all
+        alone = self._alone(sure)
+        calibrating = any(alone) and self._calibrating()
+        # Paused, the local stage decides nothing alone, and what it would decide is all
         # compared: agreement is measured on every run until it recovers.
         checking = calibrating or not self.local_deciding
         chosen = [i for i, ok in enumerate(sure) if checking or not ok]
@@ -202,7 +222,7 @@ class CascadeJudge:
             self._count_claims("local", len(items) - len(chosen))
             return JudgeReply(_rebuild(request, field, items), spent)
         self._count_run("calibration" if calibrating else "paused" if checking else "escalated")
-        merged = self._merge(items, sure, chosen, answer.value.verdicts)
+        merged = self._merge(items, alone, chosen, answer.value.verdicts)
         return JudgeReply(_rebuild(request, field, merged), first.usage + answer.usage)
 
     async def _all_to_then(
@@ -219,15 +239,15 @@ class CascadeJudge:
     def _merge(
         self,
         items: list[dict[str, Any]],
-        sure: list[bool],
+        alone: list[bool],
         chosen: list[int],
         verdicts: Sequence[Any],
     ) -> list[dict[str, Any]]:
-        """The LLM's verdicts in place of the chosen local ones; each decided local verdict
-        the LLM also judged (a calibration run, or `escalate="run"`) is compared first."""
+        """The LLM's verdicts in place of the chosen local ones; each local verdict that
+        would have been decided alone is compared first (a calibration or a paused run)."""
         merged = list(items)
         for i, verdict in zip(chosen, verdicts, strict=True):
-            if sure[i]:
+            if alone[i]:
                 self._compare(str(items[i]["verdict"]), str(verdict.verdict))
             merged[i] = {
                 "claim": items[i]["claim"],  # ours, whatever the judge echoed back
@@ -236,7 +256,7 @@ class CascadeJudge:
                 "confidence": None,
                 "decided_by": self.then.model_name,
             }
-        self._count_claims("escalated", sum(1 for i in chosen if not sure[i]))
+        self._count_claims("escalated", sum(1 for i in chosen if not alone[i]))
         self._count_claims("local", len(items) - len(chosen))
         return merged
 
@@ -279,22 +299,16 @@ class CascadeJudge:
         confidence = item.get("confidence")
         return confidence is not None and confidence >= self.confident_at
 
-    def _calibrating(self, payload: VerifyPayload | AnalyzePayload) -> bool:
-        if self.calibration <= 0.0:
-            return False
-        # Chosen from the run id (from the content when a request has none), not at random:
-        # the same run is always in or out, so a replayed or retried run is judged the same way.
-        text = payload.run_id or json.dumps(
-            [
-                getattr(payload, "output", None),
-                getattr(payload, "claims", None),
-                list(payload.context),
-            ],
-            ensure_ascii=False,
-            default=str,
-        )
-        digest = hashlib.sha256(text.encode()).digest()
-        return int.from_bytes(digest[:8], "big") / 2**64 < self.calibration
+    def _alone(self, sure: list[bool]) -> list[bool]:
+        """Which verdicts the local stage would decide alone, were it deciding and the run
+        not drawn: its confident ones, unless `escalate="run"` sends the run whole."""
+        if self.escalate == "run" and not all(sure):
+            return [False] * len(sure)
+        return sure
+
+    def _calibrating(self) -> bool:
+        # A draw, not a function of the request: see the module doc.
+        return self.calibration > 0.0 and self._draws.random() < self.calibration
 
     def _count_run(self, route: str) -> None:
         current_telemetry().instruments.cascade_runs.add(1, {ROUTE: route})

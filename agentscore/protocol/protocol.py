@@ -172,8 +172,8 @@ class CriterionScores(BaseModel):
 class _Payload(BaseModel):
     model_config = ConfigDict(frozen=True)
     task: ClassVar[Task]
-    # Set by the scorer pipeline: lets a judge choose runs reproducibly (a cascade's
-    # calibration share).
+    # Set by the scorer pipeline: the run a request belongs to. It may come from the sender
+    # (trace and span ids in `agentscore serve`), so nothing a check relies on is chosen by it.
     run_id: str | None = None
 
 

@@ -116,7 +116,8 @@ class StepParams:
 
     async def ask(self, request: JudgeRequest[T]) -> T:
         self.prompts[self.step] = request.prompt
-        # The run id lets a judge choose runs reproducibly (a cascade's calibration share).
+        # The run a request belongs to, for a judge that tells runs apart. It may come from the
+        # sender (trace and span ids in `agentscore serve`): never a basis for a check.
         if request.payload is not None:
             stamped = request.payload.model_copy(update={"run_id": self.run.run_id})
             request = replace(request, payload=stamped)

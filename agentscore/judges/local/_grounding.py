@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from agentscore._runtime.courtesy import give_way
+from agentscore.judges.local._bounds import violates
 from agentscore.judges.local._context import (
     NAME_PREFIX,
     Place,
@@ -186,7 +187,7 @@ def _content_check(
         computed = any(
             _computed(parsed, alignment, context, test) for test in (derivable, next_year)
         )
-        sure = cased and bool(unknown) and not computed
+        sure = cased and bool(unknown) and not computed and not _implied(unknown, alignment)
         return _verdict(claim, "unsure", f"Not supported by the context: {gap}", best, _level(sure))
     if _restated(parsed, alignment):
         return _verdict(claim, "yes", "Stated in the context", best, _level(cased))
@@ -351,6 +352,9 @@ def _conflict(claim: Parsed, alignment: _Alignment, context: Prepared) -> tuple[
     found = _number_conflict(claim, alignment, context)
     if found is not None:
         return "number", found
+    found = _ruled_out(claim, alignment)
+    if found is not None:
+        return "bound", found
     found = _negation_conflict(claim, best, alignment)
     if found is not None:
         return "negation", found
@@ -375,12 +379,62 @@ def _number_conflict(claim: Parsed, alignment: _Alignment, context: Prepared) ->
     for number in _strict_numbers(claim):
         if _in_context(number, context):
             continue
-        rival = next((n for n in best.numbers if _comparable(number, n)), None)
+        # An excluded figure ("never 20") says nothing of what the value is.
+        rival = next((n for n in best.numbers if _comparable(number, n) and n.bound != "!="), None)
         # The whole unit must be in the sentence: "45 days ago" (time since delivery) is not
         # the quantity of "within 30 days of delivery" (a return window); then it is absent.
-        if rival is not None and number.unit <= best.terms:
+        if rival is not None and number.unit <= best.terms and _excludes(number, rival):
             return f"the claim says {_show(number)}, the context says {_show(rival)}"
     return None
+
+
+def _excludes(claim: Number, ctx: Number) -> bool:
+    """Two different figures cannot both hold: both values, or limits of one kind ("within 60
+    days" / "within 30 days"), or a value outside the other's limit ("15" / "at least 20").
+    A value inside a limit ("15" / "at most 20") or beside an exclusion ("30" / "not 20")
+    may hold."""
+    if claim.bound == ctx.bound:
+        return True
+    if "date" in (claim.kind, ctx.kind) or claim.high is not None or ctx.high is not None:
+        return False
+    if not claim.bound:
+        return violates(claim.value, ctx.bound, ctx.value)
+    if not ctx.bound:
+        return violates(ctx.value, claim.bound, claim.value)
+    return False
+
+
+def _ruled_out(claim: Parsed, alignment: _Alignment) -> str | None:
+    """A value of the claim that the evidence has only as an excluded one: "take 20 pills"
+    against "never 20", "instead of 20". Its best verdict; how far such a clause reaches is
+    uncertain, so it is not decided. (A strict limit is looser in use: "over 300 songs"
+    answers "how many" with 300.)"""
+    numbers = [n for s in alignment.record for n in s.numbers]
+    for number in _strict_numbers(claim):
+        if number.bound:
+            continue
+        same = [n for n in numbers if _same_number(number, n)]
+        if same and all(n.bound == "!=" for n in same):
+            return f"the claim says {_show(number)}, the context rules it out"
+    return None
+
+
+def _implied(unknown: list[Number], alignment: _Alignment) -> bool:
+    """A limit or an exclusion of the claim that a figure of the evidence may meet: "over
+    200,000 passengers" by "294,000 passengers", "not 20" by "30". The claim's figure is not
+    in the context, yet what it says may be."""
+    values = [n for s in alignment.record for n in s.numbers if not n.bound]
+    return any(
+        _comparable(limit, n)
+        and (
+            n.value != limit.value
+            if limit.bound == "!="
+            else not violates(n.value, limit.bound, limit.value)
+        )
+        for limit in unknown
+        if limit.bound
+        for n in values
+    )
 
 
 def _antonym_conflict(claim: Parsed, best: Parsed, aligned: bool) -> str | None:
@@ -530,7 +584,11 @@ def _restated(claim: Parsed, alignment: _Alignment) -> bool:
     if negated & claim.terms != claim.negated & claim.terms:
         return False
     numbers = [n for s in record for n in s.numbers]
-    return all(_supported_number(n, numbers) for n in _strict_numbers(claim))
+    # "take 20 pills" against "never 20": the digits, not the figure (see `_bounds`).
+    return all(
+        any(_same_number(n, m) and n.bound == m.bound for m in numbers)
+        for n in _strict_numbers(claim)
+    )
 
 
 _PERSONS = (

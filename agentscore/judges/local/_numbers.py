@@ -5,10 +5,12 @@ money, ranges and dates, each with a rough unit so that only like quantities are
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import functools
 import re
 from dataclasses import dataclass
 
+from agentscore.judges.local._bounds import Bound, bound_of, path_bound
 from agentscore.judges.local._lexicon import STOPWORDS
 from agentscore.judges.local._text import canon, words
 
@@ -95,6 +97,9 @@ class Number:
     high: float | None = None  # upper end when the mention is a range ("450-550")
     unit: frozenset[str] = frozenset()
     exact_only: bool = False  # pronoun-like words ("one") never count as unsupported numbers
+    # "" for a value; a limit ("<=": "at most 20") or an exclusion ("!=": "never 20"), see
+    # `_bounds`: the same digits, not the same figure.
+    bound: Bound = ""
 
 
 def extract_numbers(text: str) -> list[Number]:
@@ -116,19 +121,33 @@ def extract_numbers(text: str) -> list[Number]:
         if spelled is not None:
             found.append((match.start(), match.end(), spelled))
     found.sort(key=lambda item: item[0])
-    return [_with_unit(text, end, number) for _, end, number in found]
+    out: list[Number] = []
+    # The last figure read, whose bound a figure inside it shares (a full date's year).
+    outer: tuple[int, int, Bound] = (-1, -1, "")
+    for start, end, number in found:
+        inside = outer[0] <= start and end <= outer[1]
+        bound = outer[2] if inside else bound_of(text, start, end)
+        if not inside:
+            outer = (start, end, bound)
+        number = _with_unit(text, end, number)
+        out.append(dataclasses.replace(number, bound=bound) if bound else number)
+    return out
 
 
 def line_numbers(path: str, value: str, line: str) -> list[Number]:
     """`extract_numbers(line)` for a JSON line (`line` is `f"{path} {value}"` stripped),
     without the patterns when the value is plain digits ("1042", "12.5") after a path that
     cannot touch them: most leaves of a large tool result."""
+    bound = path_bound(path)  # "max_guests": 4 is a limit, not a head count
     if _PLAIN.fullmatch(value) and _inert(path):
         decimals = len(value) - value.index(".") - 1 if "." in value else 0
         number = float(value)
         year = not decimals and len(value) == 4 and 1000 <= number <= 2100
-        return [Number(number, "year" if year else "num", False, decimals)]
-    return extract_numbers(line)
+        return [Number(number, "year" if year else "num", False, decimals, bound=bound)]
+    found = extract_numbers(line)
+    if not bound:
+        return found
+    return [n if n.bound else dataclasses.replace(n, bound=bound) for n in found]
 
 
 _PLAIN = re.compile(r"\d+(?:\.\d+)?")

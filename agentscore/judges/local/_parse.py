@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from itertools import pairwise
 
+from agentscore.judges.local._bounds import NEGATION_SCOPE
 from agentscore.judges.local._lexicon import (
     CALENDAR,
     FRAMING,
@@ -28,8 +29,6 @@ __all__ = [
     "word_pairs",
 ]
 
-# How many content words after "not" / "never" the negation is taken to cover.
-NEGATION_SCOPE = 3
 _NOT_NAMES = STOPWORDS | NEGATIONS | CALENDAR
 _FRAMING = frozenset(canon(w) for w in FRAMING)
 # Hedges and scale words belong to the number they qualify and are compared with it.
