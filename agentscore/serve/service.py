@@ -31,6 +31,7 @@ from agentscore.serve.health import ServiceHealth
 from agentscore.serve.ingest import DEFAULT_MAX_OPEN_BYTES, Ingestor
 from agentscore.serve.queue import SqliteQueue, Synchronous
 from agentscore.serve.stats import ServiceStats
+from agentscore.serve.tls import check_tls_files
 from agentscore.serve.worker import ScoringWorker
 from agentscore.telemetry.otlp_send import OtlpSender
 
@@ -200,6 +201,8 @@ def build_service(
 def run_service(options: ServeOptions) -> int:
     if (options.ssl_certfile is None) != (options.ssl_keyfile is None):
         raise ConfigurationError("--ssl-certfile and --ssl-keyfile go together")
+    if options.ssl_certfile is not None and options.ssl_keyfile is not None:
+        check_tls_files(options.ssl_certfile, options.ssl_keyfile)
     timeouts = (
         options.header_timeout,
         options.body_timeout,
