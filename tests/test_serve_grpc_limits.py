@@ -123,8 +123,9 @@ def test_wrong_token_messages_are_not_read(tmp_path: Path) -> None:
         health = serve.health()
     assert codes == [grpc.StatusCode.UNAUTHENTICATED] * 24
     assert health["requests_unauthorized"] == 24
-    # 360 MiB were sent; reading them whole first grew the service by 190 MB.
-    assert grown < 48 * 1024, f"RSS grew {grown} KiB"
+    # 360 MiB were sent; reading them whole first grew the service by 190 MB (and taking
+    # in what window probing let the clients push ahead, 26 to 35 MB).
+    assert grown < 16 * 1024, f"RSS grew {grown} KiB"
 
 
 def test_a_call_past_the_call_slots_is_refused_with_retry_info_and_slots_come_back(

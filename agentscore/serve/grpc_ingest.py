@@ -113,6 +113,10 @@ class GrpcIngest:
                 ("grpc.max_connection_age_grace_ms", _ms(limits.grace)),
                 # One connection needs no more streams than there are call slots.
                 ("grpc.max_concurrent_streams", limits.max_calls),
+                # Window growth by bandwidth-delay probing lets a peer push megabytes of a
+                # message before anyone asked for it, its token unchecked; without it a call
+                # sends at most HTTP/2's initial 64 KiB window ahead of being read.
+                ("grpc.http2.bdp_probe", 0),
             ],
         )
         address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
