@@ -14,11 +14,14 @@ from pathlib import Path
 
 import grpc
 import httpx
+import pytest
 from google.rpc.error_details_pb2 import RetryInfo
 from google.rpc.status_pb2 import Status
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import SpanExportResult
 
+from agentscore.cli import main
+from agentscore.serve.call_slots import CallSlots
 from agentscore.serve.grpc_ingest import EXPORT_METHOD
 from tests.http_collector import http_collector
 from tests.raw_h2 import H2Connection
@@ -236,3 +239,34 @@ def test_idle_grpc_connections_are_closed(tmp_path: Path) -> None:
             sock.close()
     assert [conn.goaway for conn in opened] == [True] * 3
     assert closed == [True] * 3
+
+
+def test_the_limits_are_options_listed_by_help(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["serve", "--help"])
+    shown = capsys.readouterr().out
+    for option in (
+        "--max-connections",
+        "--connection-idle-timeout",
+        "--max-connection-age",
+        "--grpc-max-calls",
+        "--header-timeout",
+        "--body-timeout",
+        "--max-open-trace-bytes",
+    ):
+        assert option in shown
+
+
+def test_refused_callers_are_given_turns_spread_at_the_pace_calls_finish() -> None:
+    slots = CallSlots(2)
+    assert slots.take() and slots.take() and not slots.take()
+    for _ in range(20):  # calls have been holding their slot 0.2 s each
+        slots.give_back(0.2)
+        assert slots.take()
+    delays = [slots.retry_delay() for _ in range(1000)]
+    assert delays == sorted(delays)  # each later refusal is given a later turn
+    assert delays[0] >= 0.5
+    # A slot frees about every 0.1 s (2 slots, 0.2 s a call): turns are that far apart,
+    # up to the one-minute ceiling.
+    assert 0.05 < delays[1] - delays[0] < 0.11
+    assert delays[-1] <= 60.0
