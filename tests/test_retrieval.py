@@ -355,6 +355,8 @@ def test_serve_fails_retrieval_documents_past_what_a_judge_reads_as_too_large(
         genai_rag(provider, RESTATED, genai_documents(*HUGE_DOCUMENTS))
         provider.shutdown()
         wait_for(lambda: len(evaluation_spans(receiver)) == 2, what="two evaluations")
+        # The counters move once the worker is done with the job, after its export.
+        wait_for(lambda: serve.health()["failed"] == 1, what="the failure counted")
         health = serve.health()
     outcomes = sorted(
         (attribute(span, "error.type") or "", attribute(span, "gen_ai.evaluation.score.value"))
