@@ -166,7 +166,7 @@ def test_300_concurrent_exports_all_land(tmp_path: Path) -> None:
         start = threading.Barrier(len(batches))
 
         def export(batch: list) -> SpanExportResult:  # type: ignore[type-arg]
-            exporter = _exporter(serve.grpc_target, own_connection=True)
+            exporter = _exporter(serve.grpc_target, timeout=30, own_connection=True)
             start.wait()
             try:
                 return exporter.export(batch)
