@@ -318,3 +318,49 @@ def test_serve_reads_retrieval_spans(tmp_path: Path) -> None:
         attribute(span, "gen_ai.evaluation.score.value") for span in evaluation_spans(receiver)
     )
     assert values == [0.0, 1.0]
+
+
+# 600,000 characters of documents in all: past the 450,000 characters span reading keeps of
+# an attribute, within the 8,000,000 of context the local judge reads.
+LARGE_DOCUMENTS = [f"Document {i}: " + f"{RESTATED} " * 4_650 for i in range(3)]
+# 8,100,000 characters: past what the local judge reads.
+HUGE_DOCUMENTS = [f"Document {i}: " + "x" * 2_700_000 for i in range(3)]
+
+
+def test_retrieval_documents_past_an_attributes_length_are_read_whole() -> None:
+    pipeline = Pipeline()
+    genai_rag(pipeline.provider, RESTATED, genai_documents(*LARGE_DOCUMENTS))
+    [score] = pipeline.settle()
+    assert score.status is ScoreStatus.SCORED
+    assert score.context == LARGE_DOCUMENTS
+
+
+def test_retrieval_documents_past_what_a_judge_reads_fail_as_too_large() -> None:
+    pipeline = Pipeline()
+    genai_rag(pipeline.provider, RESTATED, genai_documents(*HUGE_DOCUMENTS))
+    [score] = pipeline.settle()
+    assert score.status is ScoreStatus.FAILED
+    assert score.error is not None and score.error.type == "InputTooLargeError"
+
+
+def test_serve_fails_retrieval_documents_past_what_a_judge_reads_as_too_large(
+    tmp_path: Path,
+) -> None:
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    with http_collector() as receiver, serving(tmp_path, receiver.url) as serve:
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(f"{serve.url}/v1/traces")))
+        genai_rag(provider, RESTATED, genai_documents(*LARGE_DOCUMENTS))
+        genai_rag(provider, RESTATED, genai_documents(*HUGE_DOCUMENTS))
+        provider.shutdown()
+        wait_for(lambda: len(evaluation_spans(receiver)) == 2, what="two evaluations")
+        # The counters move once the worker is done with the job, after its export.
+        wait_for(lambda: serve.health()["failed"] == 1, what="the failure counted")
+        health = serve.health()
+    outcomes = sorted(
+        (attribute(span, "error.type") or "", attribute(span, "gen_ai.evaluation.score.value"))
+        for span in evaluation_spans(receiver)
+    )
+    assert outcomes == [("", 1.0), ("InputTooLargeError", None)]
+    assert (health["scored"], health["failed"]) == (1, 1)

@@ -391,6 +391,8 @@ def test_open_traces_past_the_byte_budget_get_503_and_nothing_of_them_is_kept(
         (["--max-open-trace-bytes", "12XB"], {}, "then KiB, MiB or GiB"),
         (["--ssl-certfile", "cert.pem"], {}, "--ssl-certfile and --ssl-keyfile go together"),
         (["--header-timeout", "0"], {}, "must be positive"),
+        (["--connection-idle-timeout", "0"], {}, "must be positive"),
+        (["--grpc-max-calls", "0"], {}, "at least 1"),
         ([], {"AGENTSCORE_INGEST_TOKEN": "short-token"}, "at least 16 characters"),
     ],
 )

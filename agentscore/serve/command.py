@@ -50,12 +50,39 @@ def add_serve_command(commands: Any) -> None:
     serve.add_argument("--ssl-certfile", metavar="PATH", help="serve HTTPS with this certificate")
     serve.add_argument("--ssl-keyfile", metavar="PATH", help="the certificate's private key")
     serve.add_argument(
-        "--header-timeout", type=float, default=10.0, help="seconds to send headers (408)"
+        "--header-timeout",
+        type=float,
+        default=10.0,
+        help="seconds to send headers (408), or to open a gRPC connection",
     )
     serve.add_argument(
         "--body-timeout", type=float, default=30.0, help="seconds to send the body (408)"
     )
-    serve.add_argument("--max-connections", type=int, default=1000, help="open connections at most")
+    serve.add_argument(
+        "--max-connections",
+        type=int,
+        default=1000,
+        help="open connections at most, on each port (lowered to fit the descriptor limit)",
+    )
+    serve.add_argument(
+        "--connection-idle-timeout",
+        type=float,
+        default=5.0,
+        help="seconds a connection with no request in progress stays open (both ports)",
+    )
+    serve.add_argument(
+        "--max-connection-age",
+        type=float,
+        default=600.0,
+        help="seconds a gRPC connection lives; its calls then get --body-timeout to finish",
+    )
+    serve.add_argument(
+        "--grpc-max-calls",
+        type=int,
+        default=64,
+        help="gRPC calls with the token read or processed at once; past it "
+        "RESOURCE_EXHAUSTED with a retry delay",
+    )
     serve.add_argument(
         "--max-open-trace-bytes",
         type=_bytes,
@@ -128,6 +155,9 @@ def serve_command(args: argparse.Namespace) -> int:
                 header_timeout=args.header_timeout,
                 body_timeout=args.body_timeout,
                 max_connections=args.max_connections,
+                connection_idle_timeout=args.connection_idle_timeout,
+                max_connection_age=args.max_connection_age,
+                grpc_max_calls=args.grpc_max_calls,
                 max_open_trace_bytes=args.max_open_trace_bytes or DEFAULT_MAX_OPEN_BYTES,
             )
         )

@@ -1,4 +1,5 @@
-"""Connections: a header read timeout, a cap on open connections, and the file limit for them.
+"""Connections: a header read timeout, a cap on open connections per port, and the file limit
+for them (both ports' connections share one descriptor table).
 
 uvicorn bounds neither the time a client takes to send a request's headers nor how many
 connections stay open (its `limit_concurrency` acts only once headers are complete, so
@@ -13,12 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import resource
+from dataclasses import dataclass
 from typing import Any
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-__all__ = ["connection_limits", "guarded_protocol"]
+__all__ = ["ConnectionLimits", "connection_limits", "guarded_protocol"]
 
 # Descriptors the service needs besides client connections: SQLite (database, WAL, shm),
 # the listening socket, exporters' and the judge's connections, log files.
@@ -36,16 +38,27 @@ _EVICTED = (
 )
 
 
-def connection_limits(max_connections: int) -> tuple[int, int]:
-    """(connections, listen backlog) that fit the descriptor limit, raised first if it can be;
-    fewer connections than asked when it cannot."""
+@dataclass(frozen=True, slots=True)
+class ConnectionLimits:
+    http: int  # connections open on the HTTP port at most
+    backlog: int  # its listen backlog
+    grpc: int  # connections open on the gRPC port at most (0 without it)
+
+
+def connection_limits(max_connections: int, *, grpc: bool) -> ConnectionLimits:
+    """Per-port connection caps and the HTTP backlog that fit the descriptor limit together,
+    raised first if it can be; fewer connections than asked when it cannot (the two ports
+    then share what there is alike). gRPC closes a connection past its cap as soon as it
+    has accepted it, so its cap is all it needs."""
+    ports = 2 if grpc else 1
     backlog = min(max(max_connections // 8, 16), 2048)
-    files = _raise_file_limit(max_connections + _FILES_RESERVED + _BACKLOGS_IN_FLIGHT * backlog)
-    room = files - _FILES_RESERVED
-    if room < max_connections + _BACKLOGS_IN_FLIGHT * backlog:
+    wanted = ports * max_connections + _FILES_RESERVED + _BACKLOGS_IN_FLIGHT * backlog
+    room = _raise_file_limit(wanted) - _FILES_RESERVED
+    each = max_connections
+    if room < ports * max_connections + _BACKLOGS_IN_FLIGHT * backlog:
         backlog = max(16, min(backlog, room // 8))
-        max_connections = max(1, room - _BACKLOGS_IN_FLIGHT * backlog)
-    return max_connections, backlog
+        each = max(1, (room - _BACKLOGS_IN_FLIGHT * backlog) // ports)
+    return ConnectionLimits(http=each, backlog=backlog, grpc=each if grpc else 0)
 
 
 def _raise_file_limit(wanted: int) -> int:

@@ -11,13 +11,24 @@ open-trace bytes full) and UNAVAILABLE (draining, disk, forward backend) carry a
 UNAUTHENTICATED and a request larger than the open-trace budget (RESOURCE_EXHAUSTED without
 retry information) are final. The ingest token, TLS certificate and byte bounds are the
 HTTP side's.
+
+Nothing of a call is read before its credentials pass: the token is checked from the call's
+metadata on gRPC's polling thread, and a call without it is answered UNAUTHENTICATED while
+its message is still unread (the method is served as client-streaming so that gRPC hands
+over the call before its message; a call carrying more than one message is
+INVALID_ARGUMENT). Only calls that passed take one of the call slots (`CallSlots`); a call
+finding none free is RESOURCE_EXHAUSTED with retry information. Connections are bounded in
+number, in the time they may take to open (`handshake_timeout`), to sit idle and to live.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
+from typing import NoReturn, TypeAlias
 
 import grpc
 import structlog
@@ -33,17 +44,32 @@ from agentscore._wire.otlp_in import PROTOBUF, OtlpDecodeError
 from agentscore.errors import ConfigurationError
 from agentscore.serve.app import ServeApp
 from agentscore.serve.auth import bearer_allowed
+from agentscore.serve.call_slots import CallSlots
 from agentscore.serve.forward import ForwardError
 from agentscore.serve.ingest import OverBudget
 from agentscore.serve.stats import ServiceStats
 
-__all__ = ["EXPORT_METHOD", "GrpcIngest"]
+__all__ = ["EXPORT_METHOD", "GrpcIngest", "GrpcLimits"]
 
 EXPORT_METHOD = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
-_SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 _EMPTY_RESPONSE = ExportTraceServiceResponse().SerializeToString()
 
 _log = structlog.get_logger("agentscore.serve")
+
+# Subscripted only in grpcio's type stubs: a string, so nothing evaluates it at run time.
+Behavior: TypeAlias = "grpc.RpcMethodHandler[bytes, bytes]"
+
+
+@dataclass(frozen=True, slots=True)
+class GrpcLimits:
+    """What clients may hold. Times in seconds."""
+
+    max_calls: int = 64  # calls read or processed at once
+    max_connections: int = 1000
+    handshake_timeout: float = 10.0  # to open a connection: TLS and HTTP/2 settings
+    idle_timeout: float = 5.0  # a connection with no call in progress
+    max_age: float = 600.0  # then its calls have `grace` to finish before it closes
+    grace: float = 30.0
 
 
 class GrpcIngest:
@@ -59,26 +85,38 @@ class GrpcIngest:
         port: int,
         tls: tuple[str, str] | None = None,
         threads: int = 8,
-        max_calls: int = 64,
+        limits: GrpcLimits | None = None,
     ) -> None:
+        limits = limits or GrpcLimits()
         self._app = app
         self._stats = stats
+        self._slots = CallSlots(limits.max_calls)
         # No (de)serializers: bytes in, bytes out, read by the same code as OTLP/HTTP bodies.
-        handler: grpc.RpcMethodHandler[bytes, bytes] = grpc.unary_unary_rpc_method_handler(
-            self._export
+        self._accepted: Behavior = grpc.stream_unary_rpc_method_handler(self._export)
+        self._unauthenticated: Behavior = grpc.stream_unary_rpc_method_handler(
+            _refuse_unauthenticated
         )
         self._server = grpc.server(
             ThreadPoolExecutor(max_workers=threads, thread_name_prefix="agentscore-grpc"),
-            handlers=[grpc.method_handlers_generic_handler(_SERVICE, {"Export": handler})],
-            # Calls past `max_calls` (each may hold a message of up to `max_body`) are refused
-            # by gRPC itself, so waiting calls cannot take the memory; exporters send one
-            # call at a time, the Collector one per sending-queue consumer (10 by default).
-            maximum_concurrent_rpcs=max_calls,
+            handlers=[_Dispatch(self._handler)],
             options=[
                 ("grpc.max_receive_message_length", app.max_body),
                 # gRPC shares a port with another process by default on Linux: a second
                 # service on the same port would take half the traffic, silently.
                 ("grpc.so_reuseport", 0),
+                # Past it a new connection is closed as soon as it is accepted, so its
+                # descriptor comes back at once.
+                ("grpc.max_allowed_incoming_connections", limits.max_connections),
+                ("grpc.server_handshake_timeout_ms", _ms(limits.handshake_timeout)),
+                ("grpc.max_connection_idle_ms", _ms(limits.idle_timeout)),
+                ("grpc.max_connection_age_ms", _ms(limits.max_age)),
+                ("grpc.max_connection_age_grace_ms", _ms(limits.grace)),
+                # One connection needs no more streams than there are call slots.
+                ("grpc.max_concurrent_streams", limits.max_calls),
+                # Window growth by bandwidth-delay probing lets a peer push megabytes of a
+                # message before anyone asked for it, its token unchecked; without it a call
+                # sends at most HTTP/2's initial 64 KiB window ahead of being read.
+                ("grpc.http2.bdp_probe", 0),
             ],
         )
         address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
@@ -97,19 +135,45 @@ class GrpcIngest:
         """Finish the calls in progress (up to `grace` seconds), refuse new ones."""
         self._server.stop(grace).wait()
 
-    def _export(self, request: bytes, context: grpc.ServicerContext) -> bytes:
+    def _handler(self, details: grpc.HandlerCallDetails) -> Behavior | None:
+        """Runs on gRPC's polling thread, before anything of the call's message is read:
+        it must not wait."""
+        if details.method != EXPORT_METHOD:
+            return None
         # Two values are as good as none, as over HTTP (which one would count?).
-        values = [v for k, v in context.invocation_metadata() if k == "authorization"]
+        values = [v for k, v in details.invocation_metadata if k == "authorization"]
         presented = values[0] if len(values) == 1 else None
         if not bearer_allowed(self._app.ingest_token, presented):
             self._stats.add("requests_unauthorized")
-            context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
+            return self._unauthenticated
+        if not self._slots.take():
+            self._stats.add("requests_rejected")
+            delay = self._slots.retry_delay()
+            return grpc.stream_unary_rpc_method_handler(
+                lambda _requests, context: _abort_retryable(
+                    context, grpc.StatusCode.RESOURCE_EXHAUSTED, "busy: no call slot", delay
+                )
+            )
+        return self._accepted
+
+    def _export(self, requests: Iterator[bytes], context: grpc.ServicerContext) -> bytes:
+        started = time.monotonic()
+        try:
+            request = next(requests, None)
+            if request is None or next(requests, None) is not None:
+                context.abort(grpc.StatusCode.INVALID_ARGUMENT, "Export takes one message")
+            return self._take(request, context)
+        finally:
+            self._slots.give_back(time.monotonic() - started)
+
+    def _take(self, request: bytes, context: grpc.ServicerContext) -> bytes:
+        retry_after = float(self._app.retry_after)
         reason = self._app.refusal(len(request))
         if reason is not None:
             self._stats.add("requests_rejected")
             draining = reason == "draining"
             code = grpc.StatusCode.UNAVAILABLE if draining else grpc.StatusCode.RESOURCE_EXHAUSTED
-            self._abort_retryable(context, code, reason)
+            _abort_retryable(context, code, reason, retry_after)
         failure: str | None = None
         try:
             self._app.take(request, PROTOBUF, "")  # gRPC has already decompressed it
@@ -121,7 +185,9 @@ class GrpcIngest:
             if exc.never:
                 context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
             self._stats.add("requests_rejected")
-            self._abort_retryable(context, grpc.StatusCode.RESOURCE_EXHAUSTED, "open traces full")
+            _abort_retryable(
+                context, grpc.StatusCode.RESOURCE_EXHAUSTED, "open traces full", retry_after
+            )
         except ForwardError as exc:
             self._stats.add("forward_failures")
             failure = str(exc)
@@ -129,23 +195,42 @@ class GrpcIngest:
             _log.error("serve_ingest_failed", error_type=type(exc).__name__, transport="grpc")
             failure = type(exc).__name__
         if failure is not None:
-            self._abort_retryable(context, grpc.StatusCode.UNAVAILABLE, failure)
+            _abort_retryable(context, grpc.StatusCode.UNAVAILABLE, failure, retry_after)
         return _EMPTY_RESPONSE
 
-    def _abort_retryable(
-        self, context: grpc.ServicerContext, code: grpc.StatusCode, message: str
-    ) -> NoReturn:
-        info = RetryInfo(retry_delay=Duration(seconds=self._app.retry_after))
-        detail = AnyMessage()
-        detail.Pack(info)
-        status = Status(code=code.value[0], message=message, details=[detail])
-        context.set_trailing_metadata(
-            (
-                ("grpc-status-details-bin", status.SerializeToString()),
-                ("google.rpc.retryinfo-bin", info.SerializeToString()),
-            )
+
+class _Dispatch(grpc.GenericRpcHandler):
+    def __init__(self, handler: Callable[[grpc.HandlerCallDetails], Behavior | None]) -> None:
+        self._handler = handler
+
+    def service(self, handler_call_details: grpc.HandlerCallDetails) -> Behavior | None:
+        return self._handler(handler_call_details)
+
+
+def _refuse_unauthenticated(_requests: Iterator[bytes], context: grpc.ServicerContext) -> bytes:
+    context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
+
+
+def _abort_retryable(
+    context: grpc.ServicerContext, code: grpc.StatusCode, message: str, delay: float
+) -> NoReturn:
+    duration = Duration()
+    duration.FromNanoseconds(round(delay * 1e9))
+    info = RetryInfo(retry_delay=duration)
+    detail = AnyMessage()
+    detail.Pack(info)
+    status = Status(code=code.value[0], message=message, details=[detail])
+    context.set_trailing_metadata(
+        (
+            ("grpc-status-details-bin", status.SerializeToString()),
+            ("google.rpc.retryinfo-bin", info.SerializeToString()),
         )
-        context.abort(code, message)
+    )
+    context.abort(code, message)
+
+
+def _ms(seconds: float) -> int:
+    return max(1, round(seconds * 1000))
 
 
 def _credentials(certificate: str, key: str) -> grpc.ServerCredentials:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import importlib
 import ipaddress
+import math
 import os
 import sys
 import threading
@@ -30,6 +31,7 @@ from agentscore.serve.health import ServiceHealth
 from agentscore.serve.ingest import DEFAULT_MAX_OPEN_BYTES, Ingestor
 from agentscore.serve.queue import SqliteQueue, Synchronous
 from agentscore.serve.stats import ServiceStats
+from agentscore.serve.tls import check_tls_files
 from agentscore.serve.worker import ScoringWorker
 from agentscore.telemetry.core import AGENTSCORE_SCOPE
 from agentscore.telemetry.ledger import ledger_for
@@ -62,7 +64,10 @@ class ServeOptions:
     ssl_keyfile: str | None = None
     header_timeout: float = 10.0
     body_timeout: float = 30.0
-    max_connections: int = 1000
+    max_connections: int = 1000  # per port
+    connection_idle_timeout: float = 5.0
+    max_connection_age: float = 600.0  # gRPC
+    grpc_max_calls: int = 64
     max_open_trace_bytes: int = DEFAULT_MAX_OPEN_BYTES
 
 
@@ -104,8 +109,11 @@ def log_judge_checks(evals: Evals) -> None:
             )
 
 
-def build_service(options: ServeOptions, evals: Evals) -> ServeApp:
-    """The app, with the worker started and drained by its lifespan."""
+def build_service(
+    options: ServeOptions, evals: Evals, *, grpc_connections: int | None = None
+) -> ServeApp:
+    """The app, with the worker started and drained by its lifespan. `grpc_connections`:
+    the gRPC port's connection cap, when the descriptor limit makes it lower than asked."""
     queue = SqliteQueue(Path(options.queue), synchronous=options.synchronous)
     exporters = build_exporters(options.jsonl)
     stats = ServiceStats(
@@ -165,7 +173,7 @@ def build_service(options: ServeOptions, evals: Evals) -> ServeApp:
         judge_health=lambda: {"cascades": cascade_health(judges)},
     )
     if options.grpc_port is not None:
-        from agentscore.serve.grpc_ingest import GrpcIngest  # grpcio, in the `serve` extra
+        from agentscore.serve.grpc_ingest import GrpcIngest, GrpcLimits  # the `serve` extra
 
         certificate, key = options.ssl_certfile, options.ssl_keyfile
         grpc = GrpcIngest(
@@ -174,6 +182,14 @@ def build_service(options: ServeOptions, evals: Evals) -> ServeApp:
             host=options.host,
             port=options.grpc_port,
             tls=(certificate, key) if certificate and key else None,
+            limits=GrpcLimits(
+                max_calls=options.grpc_max_calls,
+                max_connections=grpc_connections or options.max_connections,
+                handshake_timeout=options.header_timeout,
+                idle_timeout=options.connection_idle_timeout,
+                max_age=options.max_connection_age,
+                grace=options.body_timeout,
+            ),
         )
     return app
 
@@ -181,25 +197,35 @@ def build_service(options: ServeOptions, evals: Evals) -> ServeApp:
 def run_service(options: ServeOptions) -> int:
     if (options.ssl_certfile is None) != (options.ssl_keyfile is None):
         raise ConfigurationError("--ssl-certfile and --ssl-keyfile go together")
-    if min(options.header_timeout, options.body_timeout) <= 0 or options.max_connections < 1:
+    if options.ssl_certfile is not None and options.ssl_keyfile is not None:
+        check_tls_files(options.ssl_certfile, options.ssl_keyfile)
+    timeouts = (
+        options.header_timeout,
+        options.body_timeout,
+        options.connection_idle_timeout,
+        options.max_connection_age,
+    )
+    if min(timeouts) <= 0 or min(options.max_connections, options.grpc_max_calls) < 1:
         raise ConfigurationError(
-            "--header-timeout and --body-timeout must be positive, --max-connections at least 1"
+            "--header-timeout, --body-timeout, --connection-idle-timeout and "
+            "--max-connection-age must be positive, --max-connections and --grpc-max-calls "
+            "at least 1"
         )
     evals = load_evals(options.scorers)
-    app = build_service(options, evals)
+    limits = connection_limits(options.max_connections, grpc=options.grpc_port is not None)
+    if limits.http < options.max_connections:
+        _log.warning(
+            "serve_connections_capped",
+            max_connections=limits.http,
+            hint="the file descriptor limit (ulimit -n) is too low for --max-connections",
+        )
+    app = build_service(options, evals, grpc_connections=limits.grpc)
     if not _loopback(options.host) and app.ingest_token is None:
         _log.warning(
             "serve_ingest_open",
             host=options.host,
             hint="anyone who reaches the port can make the service call the judge; "
             "set AGENTSCORE_INGEST_TOKEN or --ingest-token-file",
-        )
-    max_connections, backlog = connection_limits(options.max_connections)
-    if max_connections < options.max_connections:
-        _log.warning(
-            "serve_connections_capped",
-            max_connections=max_connections,
-            hint="the file descriptor limit (ulimit -n) is too low for --max-connections",
         )
     config = uvicorn.Config(
         app,
@@ -208,12 +234,11 @@ def run_service(options: ServeOptions) -> int:
         lifespan="on",
         log_level="warning",
         access_log=False,
-        http=guarded_protocol(
-            max_connections=max_connections, header_timeout=options.header_timeout
-        ),
+        http=guarded_protocol(max_connections=limits.http, header_timeout=options.header_timeout),
+        timeout_keep_alive=math.ceil(options.connection_idle_timeout),  # whole seconds
         ssl_certfile=options.ssl_certfile,
         ssl_keyfile=options.ssl_keyfile,
-        backlog=backlog,
+        backlog=limits.backlog,
     )
     # What start-up left (the SDK's types, the scorers, the app: ~90,000 objects) lives as
     # long as the process; out of the collector's sight, a full collection walks only what

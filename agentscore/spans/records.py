@@ -11,9 +11,13 @@ from opentelemetry.sdk.trace import ReadableSpan
 __all__ = ["MAX_ATTRIBUTE_CHARS", "SpanRecord"]
 
 # No scorer judges more of one generation than 50,000 characters of output and 400,000 of
-# context (agentscore.scorers), so a longer attribute is cut there before it is held: a cut
-# message list no longer parses and its run fails as unreadable, as the scorer would refuse it.
+# context (agentscore.scorers), so a longer attribute is cut there before it is held.
 MAX_ATTRIBUTE_CHARS = 450_000
+# Held whole instead: retrieved documents are one JSON list, which a cut would leave
+# unreadable (the run would fail as such, not as the too-large context it is). What holding
+# them costs is bounded in bytes like every other span's: in `agentscore serve` by the request
+# bound and `--max-open-trace-bytes`; in process the record shares the SDK span's string.
+_HELD_WHOLE = frozenset({"gen_ai.retrieval.documents"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,11 +39,12 @@ class SpanRecord:
     scope: str = ""
 
     def cut(self) -> SpanRecord:
-        """This span with every text attribute cut to `MAX_ATTRIBUTE_CHARS`."""
-        if not any(_too_long(value) for value in self.attributes.values()):
+        """This span with every text attribute cut to `MAX_ATTRIBUTE_CHARS` (retrieved
+        documents excepted)."""
+        if not any(_too_long(key, value) for key, value in self.attributes.items()):
             return self
         attributes = {
-            key: value[:MAX_ATTRIBUTE_CHARS] if _too_long(value) else value
+            key: value[:MAX_ATTRIBUTE_CHARS] if _too_long(key, value) else value
             for key, value in self.attributes.items()
         }
         return replace(self, attributes=attributes)
@@ -65,5 +70,5 @@ class SpanRecord:
         )
 
 
-def _too_long(value: Any) -> bool:
-    return isinstance(value, str) and len(value) > MAX_ATTRIBUTE_CHARS
+def _too_long(key: str, value: Any) -> bool:
+    return isinstance(value, str) and len(value) > MAX_ATTRIBUTE_CHARS and key not in _HELD_WHOLE
