@@ -1,16 +1,37 @@
-"""The snapshot of one completed generation that scorers judge."""
+"""What scorers judge, at three levels: one generation (`ScorerRun`), everything under one
+trace (`TraceRun`), and a conversation once it has ended (`ConversationRun`).
+
+A trace and a conversation are runs too (subclasses of `ScorerRun`, with the same ids), so
+the pipeline, the telemetry and the sinks handle every level the same way: `input` is what
+the user asked, `output` the answer with every tool call and result, and the level's own
+detail (`steps`, `turns`) rides beside them. A scorer says which level it judges
+(`Scorer.level`); the placements hand it runs of that level.
+"""
 
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Literal, Self, cast
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agentscore.adapters import coerce_messages
-from agentscore.messages import Message, assistant_text, last_user_text
+from agentscore.messages import Message, assistant_text, last_user_text, pair_tool_calls
 
-__all__ = ["ScorerRun"]
+__all__ = [
+    "ConversationRun",
+    "Level",
+    "ScorerRun",
+    "StepKind",
+    "TraceRun",
+    "TraceStep",
+    "Turn",
+    "level_of",
+]
+
+Level = Literal["generation", "trace", "conversation"]
+StepKind = Literal["agent", "llm", "tool", "retrieval"]
 
 
 class ScorerRun(BaseModel):
@@ -47,7 +68,7 @@ class ScorerRun(BaseModel):
     )
 
     @classmethod
-    def unchecked(cls, **fields: Any) -> ScorerRun:
+    def unchecked(cls, **fields: Any) -> Self:
         """A run built without validation, from fields that already have the right types.
 
         Every field is handed to `model_construct`: for one it must default, pydantic takes
@@ -69,7 +90,7 @@ class ScorerRun(BaseModel):
             "response_id": None,
             "read_error": None,
         }
-        return cls.model_construct(**(defaults | fields))
+        return cast(Self, cls.model_construct(**(defaults | fields)))
 
     @field_validator("input", mode="before")
     @classmethod
@@ -90,3 +111,119 @@ class ScorerRun(BaseModel):
     def output_text(self) -> str:
         """Every assistant message of the output, joined: the answer is scored whole."""
         return assistant_text(self.output)
+
+
+class TraceStep(BaseModel):
+    """One step of a trace, in the order the steps started: an agent invocation, a model
+    call, a tool call (its arguments as the model wrote them, its result or error), or a
+    retrieval (its documents)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: StepKind
+    name: str
+    span_id: str | None = None
+    parent_span_id: str | None = None
+    start_time: float | None = Field(default=None, description="Seconds since the epoch.")
+    duration_ms: float | None = None
+    arguments: str | None = None
+    result: str | None = None
+    error: str | None = None
+    documents: list[str] = Field(default_factory=list)
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+
+class TraceRun(ScorerRun):
+    """Everything under one trace: `steps` in order; `input` the user's request and `output`
+    the final answer with every tool call and result of the trace (so a generation scorer
+    reads a trace as one long generation)."""
+
+    steps: list[TraceStep] = Field(default_factory=list)
+
+    @property
+    def tool_steps(self) -> list[TraceStep]:
+        return [step for step in self.steps if step.kind == "tool"]
+
+    @classmethod
+    def of(cls, run: ScorerRun) -> TraceRun:
+        """`run` as a trace: itself when it is one, else the trajectory its messages tell
+        (each model turn, each tool call with its result) under the run's own ids."""
+        if isinstance(run, TraceRun):
+            return run
+        fields = {name: getattr(run, name) for name in ScorerRun.model_fields}
+        return cls.unchecked(**fields, steps=steps_from_messages([*run.input, *run.output]))
+
+
+class Turn(BaseModel):
+    """One exchange of a conversation: what the user sent, and the agent's answer with its
+    tool calls and results."""
+
+    model_config = ConfigDict(frozen=True)
+
+    input: list[Message] = Field(default_factory=list)
+    output: list[Message] = Field(default_factory=list)
+    run_id: str | None = None
+    trace_id: str | None = None
+
+    @field_validator("input", mode="before")
+    @classmethod
+    def _coerce_input(cls, value: object) -> list[Message]:
+        return coerce_messages(value, default_role="user")
+
+    @field_validator("output", mode="before")
+    @classmethod
+    def _coerce_output(cls, value: object) -> list[Message]:
+        return coerce_messages(value, default_role="assistant")
+
+
+class ConversationRun(ScorerRun):
+    """Every turn sharing a conversation id, once the conversation has ended: `turns` in
+    order; `input` is the history before the last answer and `output` that answer."""
+
+    turns: list[Turn] = Field(default_factory=list)
+
+    @classmethod
+    def from_turns(cls, conversation_id: str, turns: Sequence[Turn], **ids: Any) -> ConversationRun:
+        history = [message for turn in turns[:-1] for message in [*turn.input, *turn.output]]
+        last = turns[-1] if turns else Turn()
+        return cls(
+            conversation_id=conversation_id,
+            input=[*history, *last.input],
+            output=list(last.output),
+            turns=list(turns),
+            **ids,
+        )
+
+
+def level_of(run: ScorerRun) -> Level:
+    if isinstance(run, ConversationRun):
+        return "conversation"
+    if isinstance(run, TraceRun):
+        return "trace"
+    return "generation"
+
+
+def steps_from_messages(messages: Sequence[Message]) -> list[TraceStep]:
+    """The trajectory a message history tells: a model step for each assistant message, a
+    tool step for each call it made, with the result the history pairs with it."""
+    results: dict[int, Message] = {}
+    for message, call in zip(messages, pair_tool_calls(messages), strict=True):
+        if call is not None:
+            results.setdefault(id(call), message)
+    steps: list[TraceStep] = []
+    for message in messages:
+        if message.role != "assistant":
+            continue
+        steps.append(TraceStep(kind="llm", name=message.name or "model", result=message.content))
+        for call in message.tool_calls:
+            answer = results.get(id(call))
+            steps.append(
+                TraceStep(
+                    kind="tool",
+                    name=call.name,
+                    arguments=call.arguments,
+                    result=answer.content if answer is not None else None,
+                )
+            )
+    return steps

@@ -17,6 +17,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 from agentscore.errors import AgentScoreError
 
@@ -54,6 +55,8 @@ class SpanFactory(Protocol[_Record]):
         end_time: int,
         parent_is_remote: bool,
         scope: str,
+        start_time: int,
+        error: str | None,
     ) -> _Record: ...
 
 
@@ -143,6 +146,8 @@ def _records(request: ExportTraceServiceRequest, into: SpanFactory[_Record]) -> 
                         parent and span.flags & _HAS_IS_REMOTE and span.flags & _IS_REMOTE
                     ),
                     scope=scope,
+                    start_time=span.start_time_unix_nano,
+                    error=_error(span),
                 )
 
 
@@ -157,3 +162,15 @@ def _value(value: AnyValue) -> Any:
     if kind == "bytes_value":
         return base64.b64encode(value.bytes_value).decode()
     return getattr(value, kind)
+
+
+def _error(span: Span) -> str | None:
+    """The error a span's status reports (its description, else its `error.type`)."""
+    if span.status.code != Status.STATUS_CODE_ERROR:
+        return None
+    if span.status.message:
+        return span.status.message[:1000]
+    for attribute in span.attributes:
+        if attribute.key == "error.type":
+            return str(_value(attribute.value))[:1000]
+    return "error"

@@ -30,7 +30,7 @@ from agentscore.errors import (
 from agentscore.judges.base import Judge, JudgeRequest, JudgeUsage
 from agentscore.judges.resolve import JudgeLike, resolve_judge
 from agentscore.result import ScoreError, ScoreResult, ScoreStatus
-from agentscore.run import ScorerRun
+from agentscore.run import Level, ScorerRun
 from agentscore.scorers.options import ScorerOptions, check_options
 from agentscore.telemetry.core import scoring_scope
 
@@ -48,6 +48,7 @@ __all__ = [
 
 T = TypeVar("T", bound=BaseModel)
 StepName = Literal["preprocess", "analyze", "generate_score", "generate_reason"]
+LEVELS: tuple[Level, ...] = ("generation", "trace", "conversation")
 
 _log = structlog.get_logger("agentscore.scorer")
 
@@ -155,16 +156,22 @@ class Scorer:
         analyze: Step | None = None,
         generate_reason: Step | None = None,
         higher_is_better: bool = True,
+        level: Level = "generation",
         **options: Unpack[ScorerOptions],
     ) -> None:
         if not id:
             raise ConfigurationError("a scorer needs a non-empty id")
+        if level not in LEVELS:
+            raise ConfigurationError(f"level must be one of {', '.join(LEVELS)}, got {level!r}")
         check_options(options)
         check_flag("higher_is_better", higher_is_better)
         self.id = id
         self.description = description
         self.judge = resolve_judge(judge)
         self.higher_is_better = higher_is_better
+        # What it judges: a generation, everything under one trace (its run is a `TraceRun`),
+        # or a conversation once it has ended (a `ConversationRun`).
+        self.level: Level = level
         # The one place the shared options take effect, and their defaults.
         self.scale = options.get("scale", 1.0)
         self.strict_mode = options.get("strict_mode", False)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.trace import StatusCode
 
 __all__ = ["MAX_ATTRIBUTE_CHARS", "SpanRecord"]
 
@@ -37,6 +38,9 @@ class SpanRecord:
     end_time: int = 0
     parent_is_remote: bool = False
     scope: str = ""
+    start_time: int = 0
+    # The span's error status description (or its type), for a trace's steps; None when OK.
+    error: str | None = None
 
     def cut(self) -> SpanRecord:
         """This span with every text attribute cut to `MAX_ATTRIBUTE_CHARS` (retrieved
@@ -67,8 +71,18 @@ class SpanRecord:
             end_time=span.end_time or 0,
             parent_is_remote=bool(parent is not None and parent.is_remote),
             scope=scope.name if scope is not None else "",
+            start_time=span.start_time or 0,
+            error=_error(span),
         )
 
 
 def _too_long(key: str, value: Any) -> bool:
     return isinstance(value, str) and len(value) > MAX_ATTRIBUTE_CHARS and key not in _HELD_WHOLE
+
+
+def _error(span: ReadableSpan) -> str | None:
+    status = span.status
+    if status.status_code is not StatusCode.ERROR:
+        return None
+    described = status.description or (span.attributes or {}).get("error.type")
+    return str(described) if described else "error"
