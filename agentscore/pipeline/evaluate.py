@@ -41,8 +41,16 @@ async def evaluate(
     return result
 
 
-def replay(telemetry: Telemetry, scorer_id: str, result: ScoreResult, run: ScorerRun) -> None:
-    """Emit a result computed earlier (stored by a durable queue) without judging again."""
+def replay(
+    telemetry: Telemetry,
+    scorer_id: str,
+    result: ScoreResult,
+    run: ScorerRun,
+    *,
+    counted: bool = True,
+) -> None:
+    """Emit a result computed earlier (stored by a durable queue) without judging again.
+    `counted=False` leaves it out of the outcome metrics (the caller counted it otherwise)."""
     with evaluation_span(telemetry, scorer_id, run) as span:
         attributes = record_attempt(span, telemetry, result, final=True)
-    emit_result(telemetry, result, run, attributes)
+    emit_result(telemetry, result, run, attributes, counted=counted)

@@ -118,9 +118,12 @@ def emit_result(
     result: ScoreResult,
     run: ScorerRun,
     attributes: Mapping[str, Any] | None = None,
+    *,
+    counted: bool = True,
 ) -> None:
     """The final result's gen_ai.evaluation.result log record and metrics. `attributes`:
-    what `record_attempt` put on the evaluation span, the same for a final attempt."""
+    what `record_attempt` put on the evaluation span, the same for a final attempt.
+    `counted=False`: no metric (a run counted as dropped still gets its record)."""
     telemetry.logger.emit(
         event_name=semconv.EVALUATION_EVENT,
         context=parent_context(run),
@@ -130,7 +133,8 @@ def emit_result(
             else attributes
         ),
     )
-    _record_metrics(telemetry, result)
+    if counted:
+        _record_metrics(telemetry, result)
 
 
 def record_dropped(telemetry: Telemetry, scorer_id: str, agent_name: str | None) -> None:
