@@ -6,6 +6,7 @@ from agentscore._runtime.courtesy import give_way
 from agentscore.judges.base import Judge
 from agentscore.result import ScoreResult
 from agentscore.run import ScorerRun
+from agentscore.scorers.attempt import Attempt, trying
 from agentscore.scorers.base import Scorer
 from agentscore.telemetry.core import Telemetry, scoring_scope
 from agentscore.telemetry.evaluations import emit_result, evaluation_span, record_attempt
@@ -20,22 +21,27 @@ async def evaluate(
     *,
     timeout: float | None,
     may_retry: bool = False,
+    attempt: int = 1,
     judge: Judge | None = None,
 ) -> ScoreResult:
-    """Run `scorer` on `run` and emit the result (span, log record, metrics).
+    """Run `scorer` on `run` (its `attempt`-th try) and emit the result (span, log record,
+    metrics).
 
-    With `may_retry`, a result that failed for a passing reason is only an attempt: its span
-    says delayed, and no log record or metric counts it, because the caller will try again.
-    Without `telemetry` (a bare runner job) nothing is emitted. `judge` replaces the
-    scorer's own for this run (`Together` passes one that shares the generation's request).
+    With `may_retry`, a result that failed for a passing reason is only an attempt: nothing
+    says failed (its span says delayed, with its number and cause; its scorer logs
+    `scorer_attempt_delayed`), and no log record or metric counts it, because the caller
+    will try again. Without `telemetry` (a bare runner job) nothing is emitted. `judge`
+    replaces the scorer's own for this run (`Together` passes one that shares the
+    generation's request).
     """
-    if telemetry is None:
-        return await scorer.run(run, timeout=timeout, judge=judge)
-    with scoring_scope(), evaluation_span(telemetry, scorer.id, run) as span:
-        result = await scorer.run(run, timeout=timeout, judge=judge)
-        give_way()
-        final = not (may_retry and result.retryable)
-        attributes = record_attempt(span, telemetry, result, final=final)
+    with trying(Attempt(attempt, may_retry)):
+        if telemetry is None:
+            return await scorer.run(run, timeout=timeout, judge=judge)
+        with scoring_scope(), evaluation_span(telemetry, scorer.id, run) as span:
+            result = await scorer.run(run, timeout=timeout, judge=judge)
+            give_way()
+            final = not (may_retry and result.retryable)
+            attributes = record_attempt(span, telemetry, result, final=final, attempt=attempt)
     if final:
         emit_result(telemetry, result, run, attributes)
     return result

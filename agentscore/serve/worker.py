@@ -268,6 +268,7 @@ class ScoringWorker:
             timeout=self._run_timeout,
             retry=may_retry,
             crash_fails=False,
+            tried=job.attempts,
         )
         try:
             with keyed_ids(job.key, job.attempts), gated_requests(gate):
