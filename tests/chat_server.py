@@ -54,7 +54,8 @@ def echo_key_401(request: Request) -> Answer:
 
 
 @contextmanager
-def chat_server(responder: Responder) -> Iterator[ChatServer]:
+def chat_server(responder: Responder, port: int = 0) -> Iterator[ChatServer]:
+    """`port`: 0 for a free one; a given one brings a judge back where a service expects it."""
     server_state = ChatServer()
     lock = threading.Lock()
 
@@ -79,7 +80,7 @@ def chat_server(responder: Responder) -> Iterator[ChatServer]:
         def log_message(self, format: str, *args: object) -> None:
             pass
 
-    server = _Server(("127.0.0.1", 0), Handler)
+    server = _Server(("127.0.0.1", port), Handler)
     server.daemon_threads = True
     server_state.base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
     thread = threading.Thread(target=server.serve_forever, daemon=True)

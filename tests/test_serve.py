@@ -113,7 +113,7 @@ def test_otlp_json_with_gzip_is_read_like_protobuf(tmp_path: Path) -> None:
 CASCADE = {"SERVE_TEST_JUDGE": "cascade"}
 
 
-def test_work_over_the_judge_budget_waits_then_is_dropped_past_max_age(tmp_path: Path) -> None:
+def test_work_over_the_judge_budget_waits_then_expires_past_max_age(tmp_path: Path) -> None:
     options = ("--requests-per-minute", "1", "--max-age", "1")
     with (
         http_collector() as receiver,
@@ -121,13 +121,16 @@ def test_work_over_the_judge_budget_waits_then_is_dropped_past_max_age(tmp_path:
     ):
         send_generations(serve.url, [PARAPHRASE] * 3)  # each needs one LLM request
         wait_for(lambda: serve.health()["dropped"] == 2, what="two jobs dropped")
+        # An expired job's row goes once its evaluation is exported.
+        wait_for(lambda: serve.health()["pending_jobs"] == 0, what="the rows deleted")
         health = serve.health()
         wait_for(lambda: metric_value(receiver, "agentscore.serve.dropped") == 2, what="metric")
     assert health["judge_requests"] == 1  # one request a minute: the first job only
     assert health["judge_tokens"] == 110
-    assert health["scored"] == 1
-    assert health["pending_jobs"] == 0
-    assert len(evaluation_spans(receiver)) == 1
+    assert (health["scored"], health["failed"]) == (1, 0)
+    # Each expired job is exported as such, so a team sees which generation went unscored.
+    errors = sorted(str(attribute(span, "error.type")) for span in evaluation_spans(receiver))
+    assert errors == ["ExpiredError", "ExpiredError", "None"]
     assert metric_value(receiver, "agentscore.serve.spans_received") == 6
     assert metric_value(receiver, "agentscore.serve.judge_requests") == 1
 

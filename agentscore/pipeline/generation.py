@@ -85,6 +85,8 @@ class Scoring:
     `crash_fails`: an exception of agentscore's own (telemetry trouble, a broken scorer
     object) ends the run as its scorer's failed result; False lets it propagate, to a driver
     that keeps the run and tries it again (the service).
+    `tried`: the run's tries before these (the service's, counted on the job's row), so
+    each evaluation span numbers its attempt.
     """
 
     telemetry: Telemetry | None = None
@@ -93,6 +95,7 @@ class Scoring:
     sinks: tuple[ScoreSink | None, ...] = ()
     sink_timeout: float = 30.0
     crash_fails: bool = True
+    tried: int = 0
 
 
 async def score_generation(
@@ -183,7 +186,9 @@ async def _until_final(
         try:
             if read is not None:
                 run = read()
-            result = await _attempt(generation, scorer, run, scoring, may_retry)
+            result = await _attempt(
+                generation, scorer, run, scoring, scoring.tried + attempts, may_retry
+            )
         except Exception as exc:  # telemetry export trouble: the run ends, as failed
             if not scoring.crash_fails:
                 raise
@@ -194,7 +199,12 @@ async def _until_final(
 
 
 async def _attempt(
-    generation: Generation, scorer: Scorer, run: ScorerRun, scoring: Scoring, may_retry: bool
+    generation: Generation,
+    scorer: Scorer,
+    run: ScorerRun,
+    scoring: Scoring,
+    number: int,
+    may_retry: bool,
 ) -> ScoreResult:
     async def attempt(judge: Judge | None) -> ScoreResult:
         return await evaluate(
@@ -203,6 +213,7 @@ async def _attempt(
             run,
             timeout=scoring.timeout,
             may_retry=may_retry,
+            attempt=number,
             judge=judge,
         )
 

@@ -31,6 +31,7 @@ from agentscore.judges.base import Judge, JudgeRequest, JudgeUsage
 from agentscore.judges.resolve import JudgeLike, resolve_judge
 from agentscore.result import ScoreError, ScoreResult, ScoreStatus
 from agentscore.run import Level, ScorerRun
+from agentscore.scorers.attempt import current_attempt
 from agentscore.scorers.options import ScorerOptions, check_options
 from agentscore.telemetry.core import scoring_scope
 
@@ -357,15 +358,20 @@ class Scorer:
         """The result of a run that could not be scored, keeping what was done before."""
         params = params or StepParams(run=run, judge=self.judge)
         error = ScoreError.of(exc)
-        _log.warning(
-            "scorer_failed",
-            transient=error.transient,
-            scorer_id=self.id,
-            run_id=run.run_id,
-            step=params.step,
-            error_type=error.type,
-            error_message=error.message,
-        )
+        attempt = current_attempt()
+        fields = {
+            "scorer_id": self.id,
+            "run_id": run.run_id,
+            "attempt": attempt.number,
+            "step": params.step,
+            "error_type": error.type,
+            "error_message": error.message,
+        }
+        if attempt.may_retry and error.transient:
+            # Not the run's result: the pipeline tries it again; only a final failure warns.
+            _log.info("scorer_attempt_delayed", **fields)
+        else:
+            _log.warning("scorer_failed", transient=error.transient, **fields)
         return ScoreResult(
             **self._identity(run),
             status=ScoreStatus.FAILED,

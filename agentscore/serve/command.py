@@ -33,7 +33,7 @@ def add_serve_command(commands: Any) -> None:
     serve.add_argument("--idle-timeout", type=float, default=60.0, help="seconds")
     serve.add_argument("--requests-per-minute", type=float, help="judge request budget")
     serve.add_argument("--tokens-per-minute", type=float, help="judge token budget")
-    serve.add_argument("--max-age", type=float, help="drop jobs older than this (seconds)")
+    serve.add_argument("--max-age", type=float, help="expire unjudged jobs older than this (s)")
     serve.add_argument("--drain-timeout", type=float, default=20.0, help="seconds at shutdown")
     serve.add_argument("--synchronous", choices=["NORMAL", "FULL"], default="FULL")
     serve.add_argument(

@@ -8,7 +8,8 @@ every 0.5 s), and only once the backend took it are their rows deleted.
 
 Every outage delays work and never loses or repeats it:
 - the judge failing for a passing reason: the job stays on disk and is tried again with
-  backoff (until `max_age`);
+  backoff (until `max_age`: a job never judged by then expires, `agentscore.serve.expiry`;
+  a result already judged is exported whatever its age);
 - the backend refusing an export: the results stay in the outbox and their rows on disk, and
   the export is retried with backoff (or after the backend's Retry-After, when longer); the
   judge is not asked again;
@@ -37,6 +38,7 @@ from agentscore.pipeline.retry import RetryPolicy
 from agentscore.result import ScoreResult, ScoreStatus
 from agentscore.scorers.base import Scorer
 from agentscore.serve.budget import JudgeBudget
+from agentscore.serve.expiry import expired_result, is_expired, log_expired
 from agentscore.serve.export import Exporters, keyed_ids
 from agentscore.serve.health import ServiceHealth
 from agentscore.serve.ingest import Ingestor
@@ -194,26 +196,45 @@ class ScoringWorker:
         taken = await self._ahead.take(room, self._busy)
         started = 0
         # Checked as they start, not as they were read: a held job can age past `max_age`.
-        fresh = {job.key for job in self._drop_stale([job for job, _ in taken])}
-        # Stale jobs go even while over budget: that is when they pile up.
+        skipped = self._drop_unscorable([job for job, _ in taken])
+        # Expired jobs go even while over budget: that is when they pile up.
         for index, (job, generation) in enumerate(taken):
-            if job.key not in fresh:
+            if job.key in skipped:
                 continue
             if job.result is not None:
-                # Scored before a restart: send the stored result again, never re-judge.
-                with keyed_ids(job.key, job.attempts):
-                    replay(self._telemetry, job.scorer_id, job.result, job.run)
-                self._done.append((job, job.result))
+                # Scored before a restart: send the stored result again, never re-judge, and
+                # whatever its age: it was paid for.
+                self._finish_unjudged(job, job.result)
+                started += 1
+                continue
+            if self._max_age is not None and time.time() - job.created > self._max_age:
+                self._expire(job, self._max_age)
                 started += 1
                 continue
             if not self._budget.available():
-                self._ahead.put_back([entry for entry in taken[index:] if entry[0].key in fresh])
+                self._ahead.put_back(
+                    [entry for entry in taken[index:] if entry[0].key not in skipped]
+                )
                 break
             self._budget.charge(1, 0)  # its first request, held now so intake stops here
             self._in_flight.add(job.key)
             scoring.start_soon(self._score, job, generation)
             started += 1
         return started
+
+    def _finish_unjudged(self, job: Job, result: ScoreResult) -> None:
+        """Emit `result` (stored, or an expiry) without judging, for the next export."""
+        with keyed_ids(job.key, job.attempts):
+            replay(self._telemetry, job.scorer_id, result, job.run, counted=not is_expired(result))
+        self._done.append((job, result))
+
+    def _expire(self, job: Job, max_age: float) -> None:
+        """End a job never judged within `max_age`: counted as dropped, named in the log,
+        and exported as an ExpiredError evaluation (its row goes once that is exported)."""
+        log_expired(job, max_age)
+        self._stats.add("dropped")
+        record_dropped(self._telemetry, job.scorer_id, job.run.agent_name)
+        self._finish_unjudged(job, expired_result(job, max_age))
 
     def _generations(self, jobs: Sequence[Job]) -> dict[str, Generation]:
         """The generations among `jobs`, by run id: each with the scorers of its jobs here."""
@@ -247,6 +268,7 @@ class ScoringWorker:
             timeout=self._run_timeout,
             retry=may_retry,
             crash_fails=False,
+            tried=job.attempts,
         )
         try:
             with keyed_ids(job.key, job.attempts), gated_requests(gate):
@@ -341,30 +363,36 @@ class ScoringWorker:
         self._delete_failures = 0
         self.health.recovered("disk_full")
 
-    def _drop_stale(self, jobs: Sequence[Job]) -> list[Job]:
-        """Jobs too old to be worth judging, or for a scorer this service no longer has."""
-        now = time.time()
-        stale = [
-            job
-            for job in jobs
-            if job.scorer_id not in self._scorers
-            or (self._max_age is not None and now - job.created > self._max_age)
-        ]
-        if stale:
-            try:
-                self._queue.delete_jobs([job.key for job in stale])
-            except (sqlite3.Error, OSError) as exc:
-                self.health.failing("disk_full", type(exc).__name__)
-                self._held.update(dict.fromkeys([job.key for job in stale], time.monotonic() + 5))
-                return [job for job in jobs if job not in stale]
-            self._stats.add("dropped", len(stale))
-            for job in stale:
-                record_dropped(self._telemetry, job.scorer_id, job.run.agent_name)
-            _log.warning("serve_jobs_dropped", count=len(stale), reason="max_age_or_scorer")
-        return [job for job in jobs if job not in stale]
+    def _drop_unscorable(self, jobs: Sequence[Job]) -> set[JobKey]:
+        """Drop the jobs not yet judged whose scorer this service no longer has; returns
+        the keys of those not to start (dropped, or held when their rows stay)."""
+        gone = [job for job in jobs if job.result is None and job.scorer_id not in self._scorers]
+        if not gone:
+            return set()
+        keys = [job.key for job in gone]
+        try:
+            self._queue.delete_jobs(keys)
+        except (sqlite3.Error, OSError) as exc:
+            self.health.failing("disk_full", type(exc).__name__)
+            self._held.update(dict.fromkeys(keys, time.monotonic() + 5))
+            return set(keys)
+        self._stats.add("dropped", len(gone))
+        for job in gone:
+            record_dropped(self._telemetry, job.scorer_id, job.run.agent_name)
+            trace_id, span_id, scorer_id = job.key
+            _log.warning(
+                "serve_job_dropped",
+                reason="scorer_not_configured",
+                trace_id=trace_id,
+                span_id=span_id,
+                scorer_id=scorer_id,
+            )
+        return set(keys)
 
     async def _account(self, results: Sequence[ScoreResult]) -> None:
         for result in results:
+            if is_expired(result):  # counted as dropped when it expired; never judged
+                continue
             failed = result.status is ScoreStatus.FAILED
             self._stats.add("failed" if failed else "scored")
             await deliver(

@@ -35,8 +35,10 @@ from agentscore.telemetry import ledger, semconv
 from agentscore.telemetry.core import Telemetry, _current, use_telemetry
 
 __all__ = [
+    "ATTEMPT_ATTRIBUTE",
     "CLAIMS_ATTRIBUTE",
     "DELAYED",
+    "DELAY_CAUSE_ATTRIBUTE",
     "STATUS_ATTRIBUTE",
     "averaged_score",
     "claims_for",
@@ -58,8 +60,13 @@ __all__ = [
 # evaluation sees which claim failed and why.
 CLAIMS_ATTRIBUTE = "agentscore.protocol"
 STATUS_ATTRIBUTE = "agentscore.score.status"
-# The status of an attempt whose judge failed for a passing reason: it will be tried again.
+# The status and label of an attempt whose judge failed for a passing reason: it will be
+# tried again.
 DELAYED = "delayed"
+# Which try of its run an evaluation span is (on delayed attempts, and on final ones after
+# the first); a delayed attempt's passing cause (an error type).
+ATTEMPT_ATTRIBUTE = "agentscore.attempt"
+DELAY_CAUSE_ATTRIBUTE = "agentscore.delay.cause"
 
 
 def parent_context(run: ScorerRun) -> Context | None:
@@ -102,17 +109,44 @@ def evaluation_span(telemetry: Telemetry, scorer_id: str, run: ScorerRun) -> Ite
 
 
 def record_attempt(
-    span: Span, telemetry: Telemetry, result: ScoreResult, *, final: bool
+    span: Span, telemetry: Telemetry, result: ScoreResult, *, final: bool, attempt: int = 1
 ) -> dict[str, Any]:
-    """Put `result` on its evaluation span. An attempt that is not `final` (its judge failed
-    for a passing reason and it will be tried again) is marked delayed, not failed.
-    Returns the attributes set, which `emit_result` takes again for a final attempt."""
-    attributes = evaluation_attributes(result, telemetry.capture_content)
+    """Put `result`, the `attempt`-th try of its run, on its evaluation span.
+
+    An attempt that is not `final` (its judge failed for a passing reason and it will be
+    tried again) is not a failure, and nothing on its span says one: its status stays unset,
+    its label and status say delayed, and the passing cause is `agentscore.delay.cause`, not
+    `error.type`. Returns the attributes set, which `emit_result` takes again for a final
+    attempt."""
     if not final:
-        attributes[STATUS_ATTRIBUTE] = DELAYED
+        attributes = _delayed_attributes(result, telemetry.capture_content, attempt)
+        span.set_attributes(attributes)
+        return attributes
+    attributes = evaluation_attributes(result, telemetry.capture_content)
+    if attempt > 1:
+        attributes[ATTEMPT_ATTRIBUTE] = attempt
     span.set_attributes(attributes)
     if result.error is not None:
         span.set_status(Status(StatusCode.ERROR, result.error.type))
+    return attributes
+
+
+def _delayed_attributes(result: ScoreResult, capture_content: bool, attempt: int) -> dict[str, Any]:
+    attributes = evaluation_attributes(result, capture_content)
+    attributes.pop(semconv.ERROR_TYPE, None)
+    cause = result.error.type if result.error is not None else "unknown"
+    explanation = f"delayed: attempt {attempt} got no verdict ({cause}); it will be tried again"
+    verdict = {"label": DELAYED, "score": None, "explanation": explanation}
+    attributes.update(
+        {
+            STATUS_ATTRIBUTE: DELAYED,
+            semconv.EVALUATION_SCORE_LABEL: DELAYED,
+            semconv.EVALUATION_EXPLANATION: explanation,
+            semconv.OUTPUT_VALUE: json.dumps(verdict, ensure_ascii=False),
+            ATTEMPT_ATTRIBUTE: attempt,
+            DELAY_CAUSE_ATTRIBUTE: cause,
+        }
+    )
     return attributes
 
 
@@ -121,9 +155,12 @@ def emit_result(
     result: ScoreResult,
     run: ScorerRun,
     attributes: Mapping[str, Any] | None = None,
+    *,
+    counted: bool = True,
 ) -> None:
     """The final result's gen_ai.evaluation.result log record and metrics. `attributes`:
-    what `record_attempt` put on the evaluation span, the same for a final attempt."""
+    what `record_attempt` put on the evaluation span, the same for a final attempt.
+    `counted=False`: no metric (a run counted as dropped still gets its record)."""
     telemetry.logger.emit(
         event_name=semconv.EVALUATION_EVENT,
         context=parent_context(run),
@@ -133,7 +170,8 @@ def emit_result(
             else attributes
         ),
     )
-    _record_metrics(telemetry, result)
+    if counted:
+        _record_metrics(telemetry, result)
 
 
 def record_outcome(

@@ -22,7 +22,15 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
 from agentscore.testing import chat_completion
 from tests.chat_server import Answer, ChatServer, Request, chat_server
 from tests.http_collector import http_collector
-from tests.serve_support import ANSWER, attribute, evaluation_spans, send_generations, serving
+from tests.serve_support import (
+    ANSWER,
+    attribute,
+    evaluation_spans,
+    free_port,
+    received_spans,
+    send_generations,
+    serving,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -204,6 +212,93 @@ def test_two_services_on_one_queue_judge_each_generation_once(tmp_path: Path) ->
     assert second.returncode == 2
     assert "in use by another process" in second.stderr
     assert scoring_requests(server) == 20
+
+
+def refused_judge_env() -> tuple[int, dict[str, str]]:
+    """A judge URL on a port nothing listens on (connections refused) until the test serves
+    the judge there (`chat_server(Judge(), port=...)`)."""
+    port = free_port()
+    server = ChatServer(base_url=f"http://127.0.0.1:{port}/v1")
+    return port, judge_env(server)
+
+
+def says_failed(span: ProtoSpan) -> list[str]:
+    """What on an exported span an alert or a person reads as failed: a name, a `fail` label,
+    a value that says "failed", an evaluation span's ERROR status. (The judge's chat spans
+    are client spans of single requests: a refused one has status ERROR, as any HTTP client
+    span's would; the evaluation above it says whether the run failed.)"""
+    found = [f"name {span.name!r}"] if "fail" in span.name.lower() else []
+    if span.name.startswith("evaluation ") and span.status.code == span.status.STATUS_CODE_ERROR:
+        found.append(f"status {span.status.message}")
+    for item in span.attributes:
+        value = item.value.string_value
+        if item.key == "gen_ai.evaluation.score.label" and value == "fail":
+            found.append("label fail")
+        if "failed" in value.lower():
+            found.append(f"{item.key}={value!r}")
+    return found
+
+
+def _by_generation(spans: list[ProtoSpan]) -> dict[tuple[bytes, bytes], list[ProtoSpan]]:
+    found: dict[tuple[bytes, bytes], list[ProtoSpan]] = {}
+    for span in spans:
+        found.setdefault((span.trace_id, span.parent_span_id), []).append(span)
+    return found
+
+
+def test_a_judge_refusing_connections_delays_the_scores_and_nothing_says_failed(
+    tmp_path: Path,
+) -> None:
+    port, env = refused_judge_env()
+    with http_collector() as receiver, serving(tmp_path, receiver.url, env=env) as serve:
+        send_generations(serve.url, [ANSWER] * 3)
+        wait_until(lambda: serve.health()["delayed"] >= 6, 30, "two delayed tries a job")
+        during = serve.health()
+        with chat_server(Judge(), port=port):
+            wait_until(lambda: serve.health()["scored"] == 3, 60, "all three scored")
+            after = serve.health()
+        log = serve.log.read_text()
+    assert during["failed"] == 0 and during["problems"]["judge_unavailable"]
+    assert (after["scored"], after["failed"]) == (3, 0)
+    assert [
+        (span.name, problem) for span in received_spans(receiver) for problem in says_failed(span)
+    ] == []
+    generations = _by_generation(evaluation_spans(receiver))
+    assert len(generations) == 3
+    for spans in generations.values():
+        [final] = [span for span in spans if _status(span) == "scored"]
+        delayed = [span for span in spans if span is not final]
+        assert len(delayed) >= 2 and {_status(span) for span in delayed} == {"delayed"}
+        attempts = sorted(attribute(span, "agentscore.attempt") for span in spans)
+        assert attempts == list(range(1, len(spans) + 1))  # numbered, the final one last
+        assert attribute(final, "agentscore.attempt") == len(spans)
+        for span in delayed:
+            assert span.status.code == span.status.STATUS_CODE_UNSET
+            assert attribute(span, "gen_ai.evaluation.score.label") == "delayed"
+            assert attribute(span, "agentscore.delay.cause") == "JudgeConnectionError"
+    assert "scorer_failed" not in log and "scorer_attempt_delayed" in log
+
+
+def test_a_job_that_fails_for_good_says_failed_once_after_its_delayed_tries(
+    tmp_path: Path,
+) -> None:
+    _, env = refused_judge_env()  # never comes back
+    with (
+        http_collector() as receiver,
+        serving(tmp_path, receiver.url, "--max-age", "3", env=env) as serve,
+    ):
+        send_generations(serve.url, [ANSWER] * 2)
+        ended = lambda: serve.health()["failed"] + serve.health()["dropped"] == 2  # noqa: E731
+        wait_until(ended, 30, "both jobs ended")
+        wait_until(lambda: serve.health()["pending_jobs"] == 0, 30, "their rows deleted")
+    generations = _by_generation(evaluation_spans(receiver))
+    assert len(generations) == 2
+    for spans in generations.values():
+        # Its last try (or its expiry, if that came first) says failed; every earlier one
+        # said delayed, and nothing on it failed.
+        [failed] = [span for span in spans if says_failed(span)]
+        assert attribute(failed, "error.type") in ("JudgeConnectionError", "ExpiredError")
+        assert {_status(span) for span in spans if span is not failed} == {"delayed"}
 
 
 def _status(span: ProtoSpan) -> str:
