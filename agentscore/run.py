@@ -176,6 +176,21 @@ class Turn(BaseModel):
     def _coerce_output(cls, value: object) -> list[Message]:
         return coerce_messages(value, default_role="assistant")
 
+    @classmethod
+    def of(cls, run: ScorerRun) -> Turn:
+        """The turn a generation (or a trace) adds to its conversation: what the user sent
+        since the agent last spoke, and the answer. The history before it is the earlier
+        turns' business."""
+        last_reply = max(
+            (i for i, m in enumerate(run.input) if m.role in ("assistant", "tool")), default=-1
+        )
+        return cls(
+            input=run.input[last_reply + 1 :],
+            output=run.output,
+            run_id=run.run_id,
+            trace_id=run.trace_id,
+        )
+
 
 class ConversationRun(ScorerRun):
     """Every turn sharing a conversation id, once the conversation has ended: `turns` in

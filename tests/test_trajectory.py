@@ -123,3 +123,19 @@ def test_a_conversation_reads_as_its_history_and_last_answer() -> None:
     assert [m.content for m in run.input] == ["My name is Ada.", "Hello Ada.", "Who am I?"]
     assert run.output_text == "Ada."
     assert ConversationRun.model_validate(run.model_dump()).turns == turns
+
+
+def test_a_generation_adds_only_its_own_exchange_to_its_conversation() -> None:
+    run = ScorerRun(
+        input=[
+            {"role": "user", "content": "My name is Ada."},
+            {"role": "assistant", "content": "Hello Ada."},
+            {"role": "user", "content": "Who am I?"},
+        ],
+        output="Ada.",
+        trace_id="cd" * 16,
+    )
+    turn = Turn.of(run)
+    assert [m.content for m in turn.input] == ["Who am I?"]
+    assert [m.content for m in turn.output] == ["Ada."]
+    assert (turn.run_id, turn.trace_id) == (run.run_id, run.trace_id)
