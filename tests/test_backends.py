@@ -136,7 +136,7 @@ async def test_langfuse_scores_on_the_observation_and_the_trace_with_basic_auth(
     assert on_observation["body"]["id"] == "agentscore-run-1-hallucination"
     # A trace score has no observation; its id is the trace's, so a later post replaces it.
     assert "observationId" not in on_trace["body"]
-    assert on_trace["body"]["id"] == f"agentscore-{RESULT.trace_id}-hallucination"
+    assert on_trace["body"]["id"] == f"agentscore-trace-{RESULT.trace_id}-hallucination"
 
 
 async def test_failures_are_logged_never_raised(capsys: pytest.CaptureFixture[str]) -> None:

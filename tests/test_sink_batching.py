@@ -4,6 +4,7 @@ buffer drops and counts; a trace shows its worst verdict; what waits is sent at 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -104,6 +105,23 @@ async def test_a_refused_batch_is_logged_never_raised_and_the_next_goes(
     assert later == [f"{index + 1:016x}" for index in range(3, 5)]
 
 
+async def test_events_langfuse_refuses_in_a_read_batch_are_logged_by_count(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Langfuse's ingestion answers 207 and lists each refused event with its own status.
+    refused = {"id": "e1", "status": 400, "message": "Invalid request data"}
+    with http_collector() as collector:
+        collector.status = 207
+        collector.reply = json.dumps({"successes": [], "errors": [refused]}).encode()
+        sink = LangfuseScores(collector.url, public_key="p", secret_key="sk-lf-hidden")
+        await sink(generation(0))
+        await flushed(sink)
+    out = capsys.readouterr().out
+    assert "score_backend_rejected" in out
+    assert "refused=1" in out and "sent=2" in out and "status=207" in out
+    assert "sk-lf-hidden" not in out
+
+
 async def test_a_full_buffer_drops_and_counts_and_logs_once(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -174,7 +192,7 @@ async def test_generations_of_a_trace_in_one_batch_post_one_trace_entry() -> Non
     [events] = posted(collector, "/api/public/ingestion")
     trace_scores = [event["body"] for event in events if "observationId" not in event["body"]]
     assert [(score["id"], score["value"]) for score in trace_scores] == [
-        (f"agentscore-{1:032x}-hallucination", 0.9)
+        (f"agentscore-trace-{1:032x}-hallucination", 0.9)
     ]
     assert len(events) == 3  # two observation scores, one trace score
 

@@ -235,7 +235,7 @@ class LangfuseScores:
         )
         if self._shown.replaces(result):
             # Langfuse keeps one score per id: each post of this one replaces the last.
-            trace_score_id = f"agentscore-{result.trace_id}-{result.scorer_id}"
+            trace_score_id = f"agentscore-trace-{result.trace_id}-{result.scorer_id}"
             self._events.add(_score_event({"id": trace_score_id, **score}), key=trace_score_id)
 
     async def _send(self, events: list[dict[str, Any]]) -> None:
@@ -243,13 +243,15 @@ class LangfuseScores:
         headers = {"Authorization": "Basic " + base64.b64encode(credentials).decode()}
         url = f"{self.host}/api/public/ingestion"
         reply = await self._poster.post(url, {"batch": events}, headers)
-        # 207: the batch was read, and each event that was refused is listed.
-        refused = _refused_events(reply.content) if reply is not None else 0
+        if reply is None:
+            return
+        # A 207: the batch was read, and each event refused is listed with its own status.
+        refused = _refused_events(reply.content)
         if refused:
             _log.warning(
                 "score_backend_rejected",
                 url=shown_url(url),
-                status=reply and reply.status,
+                status=reply.status,
                 refused=refused,
                 sent=len(events),
             )

@@ -14,6 +14,7 @@ interpreter exit; `agentscore serve` flushes them when it stops.
 
 from __future__ import annotations
 
+import itertools
 import math
 import threading
 import time
@@ -97,32 +98,46 @@ class Batcher(Generic[T]):
             if key is not None and key in self._buffer:
                 self._buffer[key] = item
                 return True
-            if len(self._buffer) >= self.max_buffer:
+            full = len(self._buffer) >= self.max_buffer
+            if full:
                 self._dropped += 1
-                self._report_drop()
-                return False
-            self._buffer[object() if key is None else key] = item
+                report = self._drop_report_due()
+            else:
+                self._buffer[object() if key is None else key] = item
+                wake = len(self._buffer) == self.max_batch
+        if full:
+            if report:
+                _log.warning(
+                    "score_sink_dropped", sink=self.name, dropped=self.dropped, reason="buffer_full"
+                )
+            return False
+        self._start_or_wake(wake)
+        return True
+
+    def _drop_report_due(self) -> bool:
+        """Whether this drop is logged: the first one, then one in `_DROP_LOG_INTERVAL`."""
+        now = time.monotonic()
+        if now - self._drop_logged_at < _DROP_LOG_INTERVAL:
+            return False
+        self._drop_logged_at = now
+        return True
+
+    def _start_or_wake(self, wake: bool) -> None:
+        """Start the sending task if none runs; else wake it when `wake` (a full batch, a
+        flush), to send without waiting for the interval."""
+        with self._lock:
             start = not self._running
             self._running = True
-            wake = not start and len(self._buffer) == self.max_batch
         try:
             if start:
                 _sink_loop.spawn(self._run)
             elif wake:
                 _sink_loop.call_soon(self._wake_up)
         except Exception as exc:  # the loop would not start: the next item tries again
-            with self._lock:
-                self._running = self._running and not start
+            if start:
+                with self._lock:
+                    self._running = False
             _log.error("score_sink_failed", sink=self.name, error_type=type(exc).__name__)
-        return True
-
-    def _report_drop(self) -> None:
-        now = time.monotonic()
-        if now - self._drop_logged_at >= _DROP_LOG_INTERVAL:
-            self._drop_logged_at = now
-            _log.warning(
-                "score_sink_dropped", sink=self.name, dropped=self._dropped, reason="buffer_full"
-            )
 
     def flush(self, timeout: float | None = None) -> bool:
         """Send what is buffered now and wait for it (and whatever joins it meanwhile) to be
@@ -134,7 +149,7 @@ class Batcher(Generic[T]):
             if not self._buffer and not self._sending:
                 return True
             self._hurry = True
-        _sink_loop.call_soon(self._wake_up)
+        self._start_or_wake(True)
         with self._lock:
             while self._buffer or self._sending:
                 left = SIGNAL_POLL if deadline is None else deadline - time.monotonic()
@@ -164,7 +179,8 @@ class Batcher(Generic[T]):
                     await wake.wait()
             with self._lock:
                 self._wake = None
-                batch = [self._buffer.pop(key) for key in list(self._buffer)[: self.max_batch]]
+                keys = list(itertools.islice(self._buffer, self.max_batch))
+                batch = [self._buffer.pop(key) for key in keys]
                 self._sending = len(batch)
             try:
                 await self._send(batch)
@@ -195,7 +211,7 @@ def _reset_in_child() -> None:
 
 
 def _flush_at_exit() -> None:
-    # Every registered buffer: a runner shut down after this hook flushes them again.
+    # A runner whose exit hook runs after this one flushes them again once its jobs are done.
     flush_buffers(max(0.0, exit_deadline() - time.monotonic()))
 
 
