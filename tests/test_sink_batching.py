@@ -17,6 +17,7 @@ import pytest
 from agentscore.result import ScoreResult, ScoreStatus
 from agentscore.sinks.backends import LangfuseScores, PhoenixAnnotations
 from tests.http_collector import http_collector
+from tests.raw_tcp import Conn, tcp_server
 from tests.serve_support import wait_for
 from tests.test_backends import RESULT, posted
 
@@ -195,6 +196,22 @@ async def test_generations_of_a_trace_in_one_batch_post_one_trace_entry() -> Non
         (f"agentscore-trace-{1:032x}-hallucination", 0.9)
     ]
     assert len(events) == 3  # two observation scores, one trace score
+
+
+async def test_a_backend_that_never_answers_holds_the_flush_not_the_caller(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    def hang(conn: Conn) -> None:
+        conn.read_request()
+        conn.wait_for_the_client_to_close()
+
+    with tcp_server(hang) as server:
+        sink = PhoenixAnnotations(server.url.removesuffix("/v1"), timeout=30)
+        await sink(generation(0))  # returns at once: the post is the sinks' thread's
+        assert not await anyio.to_thread.run_sync(sink.flush, 0.2)
+    # The server went away: the request failed, was logged, and nothing waits any more.
+    assert await anyio.to_thread.run_sync(sink.flush, 30)
+    assert "score_backend_unreachable" in capsys.readouterr().out
 
 
 def test_what_waits_is_posted_when_the_interpreter_exits(tmp_path: Path) -> None:
