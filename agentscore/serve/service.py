@@ -17,6 +17,7 @@ from types import FrameType
 import structlog
 import uvicorn
 
+from agentscore._runtime.hooks import flush_buffers
 from agentscore.errors import ConfigurationError
 from agentscore.evals import Evals
 from agentscore.judges.cascade import cascade_health
@@ -150,6 +151,8 @@ def build_service(
 
     def shutdown() -> None:
         worker.stop(options.drain_timeout)  # at once when `ServeApp.drain` already ran it
+        # What the worker delivered to sinks that batch their posts (PhoenixAnnotations).
+        flush_buffers(options.drain_timeout)
         if grpc is not None:  # it answered UNAVAILABLE during the drain; now it goes
             grpc.stop(grace=1.0)
         exporters.shutdown()
