@@ -43,6 +43,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/serve_memory.py
 	$(BIN)/python benchmarks/serve_latency.py
 	$(BIN)/python benchmarks/handover.py
+	$(BIN)/python benchmarks/first_submit.py
 	$(BIN)/python benchmarks/wakeup.py
 	$(BIN)/python benchmarks/wakeup.py --load 2
 	$(BIN)/python benchmarks/context_cost.py
