@@ -17,7 +17,7 @@ from agentscore.pipeline.runner import Runner, RunnerStats, default_runner
 from agentscore.result import ScoreResult, ScoreStatus
 from agentscore.run import ScorerRun
 from agentscore.spans import ScoringSpanProcessor
-from agentscore.telemetry import Telemetry
+from agentscore.telemetry import SpendBudget, Telemetry
 from agentscore.telemetry.setup import TelemetrySetup, setup_telemetry
 from agentscore.tools import Tool, tool
 from agentscore.usage import Price
@@ -38,6 +38,7 @@ __all__ = [
     "ScoreStatus",
     "ScorerRun",
     "ScoringSpanProcessor",
+    "SpendBudget",
     "Telemetry",
     "TelemetrySetup",
     "Tool",

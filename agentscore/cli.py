@@ -92,6 +92,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="dollars per million input and output tokens, for the cost in the markdown report",
     )
     evaluate.add_argument(
+        "--estimate",
+        action="store_true",
+        help="print the judge requests, input and output tokens and cost the run would "
+        "spend (cost from --judge-price or AGENTSCORE_JUDGE_PRICES), and send nothing",
+    )
+    evaluate.add_argument(
         "--max-consecutive-failures",
         type=int,
         default=20,
@@ -185,6 +191,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             judge_price=args.judge_price,
             max_consecutive_failures=args.max_consecutive_failures,
             progress_every=args.progress_every,
+            estimate=args.estimate,
         )
     )
 

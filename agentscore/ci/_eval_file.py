@@ -99,6 +99,8 @@ class EvalOptions:
     judge_price: tuple[float, float] | None = None
     max_consecutive_failures: int = 20
     progress_every: float = 5.0
+    # Print the judge requests, tokens and cost the run would spend, and send nothing.
+    estimate: bool = False
 
 
 def run_eval_file(options: EvalOptions) -> int:
@@ -143,12 +145,15 @@ def run_eval_file(options: EvalOptions) -> int:
     if len(todo) < len(items):
         print(f"resuming: {len(items) - len(todo)} records already scored in {options.out}")
 
+    if options.estimate:
+        from agentscore.ci._eval_estimate import print_estimate
+
+        return print_estimate(
+            todo, options.judge, lambda judge: _build_scorers(options, judge), options.judge_price
+        )
     judge = resolve_judge(options.judge)
     try:
-        scorers = [
-            _SCORERS[name](judge, options.thresholds.get(name, _DEFAULT_THRESHOLDS[name]))
-            for name in options.scorers
-        ]
+        scorers = _build_scorers(options, judge)
     except ConfigurationError as exc:  # e.g. completeness with --judge local
         print(f"agentscore eval: {exc}", file=sys.stderr)
         return 2
@@ -226,6 +231,13 @@ def run_eval_file(options: EvalOptions) -> int:
     return 0
 
 
+def _build_scorers(options: EvalOptions, judge: Judge) -> list[Scorer]:
+    return [
+        _SCORERS[name](judge, options.thresholds.get(name, _DEFAULT_THRESHOLDS[name]))
+        for name in options.scorers
+    ]
+
+
 def _score(state: _RunState, scorers: list[Scorer], concurrency: int) -> JudgeKeepsFailing | None:
     """Score the records; the breaker's verdict when it stopped the run."""
     stopped: list[JudgeKeepsFailing] = []
@@ -300,8 +312,10 @@ def _check_options(options: EvalOptions) -> str | None:
         return f"--fail-under {options.fail_under:g} must lie in [0, 1] (a pass rate)"
     if not 0 <= options.max_skip_rate <= 1:
         return f"--max-skip-rate {options.max_skip_rate:g} must lie in [0, 1]"
-    if options.judge != "local" and not (
-        os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL")
+    if (
+        options.judge != "local"
+        and not options.estimate  # an estimate sends nothing
+        and not (os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"))
     ):
         return (
             f"the judge {options.judge!r} needs OPENAI_API_KEY (or OPENAI_BASE_URL for a local "
