@@ -40,6 +40,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/soak.py
 	$(BIN)/python benchmarks/judge_limits.py
 	$(BIN)/python benchmarks/serve.py
+	$(BIN)/python benchmarks/serve_core.py
 	$(BIN)/python benchmarks/serve_memory.py
 	$(BIN)/python benchmarks/serve_latency.py
 	$(BIN)/python benchmarks/handover.py
