@@ -29,7 +29,8 @@ _SHOWN_CHARS = 80
 @dataclass(frozen=True, slots=True)
 class Call:
     """One tool call of a run: its 1-based place among the run's tool calls, its arguments
-    parsed (`parsed` False: not recorded, or not JSON), and its error if it failed."""
+    parsed (`parsed` False: not recorded, or not JSON), its error if it failed, and `key`,
+    what makes two calls the same call (the tool, and its arguments as JSON)."""
 
     number: int
     name: str
@@ -37,18 +38,15 @@ class Call:
     parsed: bool
     raw: str | None
     error: str | None
+    key: tuple[str, str]
 
     @classmethod
     def of(cls, number: int, step: TraceStep) -> Call:
         arguments, parsed = _parsed(step.arguments)
-        return cls(number, step.name, arguments, parsed, step.arguments, step.error)
-
-    @property
-    def key(self) -> tuple[str, str]:
-        """What makes two calls the same call: the tool, and its arguments as JSON."""
-        if self.parsed:
-            return self.name, canonical(self.arguments)
-        return self.name, (self.raw or "").strip()
+        same = canonical(arguments) if parsed else (step.arguments or "").strip()
+        return cls(
+            number, step.name, arguments, parsed, step.arguments, step.error, (step.name, same)
+        )
 
 
 def calls_of(params: StepParams) -> list[Call]:

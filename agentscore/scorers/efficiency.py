@@ -4,7 +4,6 @@ request."""
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Unpack
@@ -159,18 +158,19 @@ def _primitive(cycle: Sequence[object]) -> bool:
 
 
 def _repeats(calls: list[Call], max_repeats: int, in_loops: set[tuple[str, str]]) -> list[_Problem]:
-    counts = Counter(call.key for call in calls)
+    by_key: dict[tuple[str, str], list[Call]] = {}
+    for call in calls:
+        by_key.setdefault(call.key, []).append(call)
     problems: list[_Problem] = []
-    for key, count in counts.items():  # in order of first call
-        if count <= 1 + max_repeats or key in in_loops:
+    for key, same in by_key.items():  # in order of first call
+        if len(same) <= 1 + max_repeats or key in in_loops:
             continue
-        same = [call for call in calls if call.key == key]
         failed = sum(1 for call in same if call.error is not None)
         note = f" ({failed} failed)" if failed else ""
         problems.append(
             _Problem(
                 "repeat",
-                f"{key[0]} called {count} times with the same arguments{note}",
+                f"{key[0]} called {len(same)} times with the same arguments{note}",
                 [call.number for call in same],
             )
         )
@@ -180,8 +180,10 @@ def _repeats(calls: list[Call], max_repeats: int, in_loops: set[tuple[str, str]]
 def _unrecovered(calls: list[Call]) -> list[_Problem]:
     """Per tool, in order of its first call: the failures after its last success."""
     problems: list[_Problem] = []
-    for name in dict.fromkeys(call.name for call in calls):
-        own = [call for call in calls if call.name == name]
+    by_tool: dict[str, list[Call]] = {}
+    for call in calls:
+        by_tool.setdefault(call.name, []).append(call)
+    for name, own in by_tool.items():
         last_success = max((i for i, call in enumerate(own) if call.error is None), default=-1)
         failures = own[last_success + 1 :]
         if not failures:

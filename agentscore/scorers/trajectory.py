@@ -112,7 +112,7 @@ def create_trajectory_scorer(
     @on_loop
     def preprocess(params: StepParams) -> dict[str, Any]:
         calls = calls_of(params)
-        verdict = _judge(steps, calls, order, args)
+        verdict = _follow(steps, calls, order, args)
         params.state["trajectory"] = verdict
         return {
             "order": order,
@@ -195,7 +195,7 @@ class _Verdict:
     matched: list[tuple[int, int]]  # (expected step, call number), steps from 0
 
 
-def _judge(
+def _follow(
     steps: list[ExpectedStep], calls: list[Call], order: str, args: ArgumentsMatch | None
 ) -> _Verdict:
     if order == "strict":
