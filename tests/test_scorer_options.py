@@ -31,6 +31,8 @@ from agentscore.scorers import (
     create_rubric_scorer,
     create_scorer,
     create_tool_call_accuracy_scorer,
+    create_tool_efficiency_scorer,
+    create_trajectory_scorer,
 )
 from tests.new_scorers import llm_judge, lookup_order
 
@@ -89,6 +91,12 @@ FACTORIES: dict[str, Callable[..., Scorer]] = {
         {"type": "object"}, **options
     ),
     "create_contains_scorer": lambda **options: create_contains_scorer(["1042", "UPS"], **options),
+    "create_trajectory_scorer": lambda **options: create_trajectory_scorer(
+        ["lookup_order"], **options
+    ),
+    "create_tool_efficiency_scorer": lambda **options: create_tool_efficiency_scorer(
+        max_steps=1, **options
+    ),
 }
 # The factories whose run of RUN asks the judge.
 ASKING = [
