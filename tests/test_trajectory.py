@@ -142,8 +142,8 @@ def test_a_generation_adds_only_its_own_exchange_to_its_conversation() -> None:
 
 
 def test_a_generations_trajectory_leaves_out_the_earlier_turns_in_its_history() -> None:
-    earlier_call = {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "c0", "type": "function", "function": {"name": "login", "arguments": "{}"}}]}  # fmt: skip
+    login = {"id": "c0", "type": "function", "function": {"name": "login", "arguments": "{}"}}
+    earlier_call = {"role": "assistant", "content": None, "tool_calls": [login]}
     run = ScorerRun(
         input=[
             {"role": "user", "content": "Log me in."},
