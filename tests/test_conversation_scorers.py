@@ -163,7 +163,7 @@ async def test_the_three_on_one_conversation_make_exactly_one_judge_request() ->
     assert results["knowledge_retention"].score == 0.67
     assert results["conversation_completeness"].score == 0.5
     assert [r.passed for r in results.values()] == [False, False, False]
-    assert 'turn 3 contradicts turn 1: "The user\'s order is 1042.; The user lives in Lyon."' in (
+    assert 'turn 3 contradicts turn 1: "The user\'s order is 1042; The user lives in Lyon"' in (
         results["knowledge_retention"].reason or ""
     )
     assert 'Not done: "change the delivery address to the user\'s home" (step 5 model:' in (

@@ -126,5 +126,8 @@ def _violation(answer: RetentionVerdict, facts: list[StatedFact]) -> str:
     where = "turn" if len(turns) == 1 else "turns"
     listed = ", ".join(str(turn) for turn in turns[:-1])
     numbers = f"{listed} and {turns[-1]}" if listed else str(turns[-1])
-    what = quote([("; ".join(fact.fact.strip() for fact in cited), answer.reason)])
+    stated = [fact.fact.strip() for fact in cited]
+    if len(stated) > 1:  # one quote of several facts: "a; b", not "a.; b."
+        stated = [text.removesuffix(".") for text in stated]
+    what = quote([("; ".join(stated), answer.reason)])
     return f"turn {answer.turn} {answer.verdict} {where} {numbers}: {what}"
