@@ -1,10 +1,12 @@
-"""The combined judge request of several scorers on one generation, and its split.
+"""The combined judge request of several scorers on one target (a generation, a trace or a
+conversation), and its split.
 
 Each scorer's request (a payload of the judge protocol) becomes a section of one prompt: the
-data blocks (question, answer, each distinct context) appear once, the answer's claims are
-extracted once at the top when any section judges claims, and each section replies under its
-own key. A section is then validated on its own, so a malformed one costs only its scorer a
-repair request (see `repair_request`), never the others their verdicts.
+data blocks (question, answer, each distinct context; a run's request and steps; a
+conversation's turns) appear once, the answer's claims are extracted once at the top when
+any section judges claims, and each section replies under its own key. A section is then
+validated on its own, so a malformed one costs only its scorer a repair request (see
+`repair_request`), never the others their verdicts.
 """
 
 from __future__ import annotations
@@ -103,7 +105,7 @@ class Plan:
 
 def plan(requests: Sequence[JudgeRequest[Any]]) -> Plan | None:
     """The combined request of `requests` (all `batchable`), or None when they cannot share
-    one (they judge different answers)."""
+    one (they judge different answers, turns or trajectories)."""
     answers = {p.output for r in requests if isinstance(p := r.payload, _OUTPUT_TYPES)}
     turns = {p.turns for r in requests if isinstance(p := r.payload, _TURNS_TYPES)}
     runs = {
