@@ -15,7 +15,7 @@ from agentscore.evals import Evals, SampledScorer
 from agentscore.messages import Message, ToolCall
 from agentscore.pipeline.runner import Runner, RunnerStats, default_runner
 from agentscore.result import ScoreResult, ScoreStatus
-from agentscore.run import ScorerRun
+from agentscore.run import ConversationRun, ScorerRun, TraceRun, TraceStep, Turn
 from agentscore.spans import ScoringSpanProcessor
 from agentscore.telemetry import SpendBudget, Telemetry
 from agentscore.telemetry.setup import TelemetrySetup, setup_telemetry
@@ -26,6 +26,7 @@ __all__ = [
     "Agent",
     "AgentResult",
     "AgentScoreError",
+    "ConversationRun",
     "Evals",
     "JudgeError",
     "JudgeOutputError",
@@ -43,6 +44,9 @@ __all__ = [
     "TelemetrySetup",
     "Tool",
     "ToolCall",
+    "TraceRun",
+    "TraceStep",
+    "Turn",
     "UnreadableMessageError",
     "default_runner",
     "setup_telemetry",
