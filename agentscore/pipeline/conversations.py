@@ -113,7 +113,7 @@ class ConversationStore(Protocol):
     """Where open conversations wait: in memory here; `agentscore serve` keeps them on disk.
 
     `put` replaces the conversation of that id and returns why it refused (None: held);
-    `take` removes and returns one; `idle` lists the ids last seen before `before`, oldest
+    `take` removes and returns one; `idle` lists the ids last seen at `before` or earlier, oldest
     first. Called under the tracker's lock: a store need not lock itself."""
 
     def get(self, conversation_id: str) -> OpenConversation | None: ...
@@ -175,7 +175,7 @@ class MemoryConversationStore:
     def idle(self, before: float) -> list[str]:
         found: list[str] = []
         for key, conversation in self._open.items():
-            if conversation.last_seen >= before:
+            if conversation.last_seen > before:
                 break
             found.append(key)
         return found
