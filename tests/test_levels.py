@@ -22,6 +22,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import Span, set_span_in_context
 from structlog.testing import capture_logs
 
 from agentscore import Agent, Evals, Runner, ScoreResult, Telemetry, tool
@@ -36,7 +37,7 @@ from agentscore.scorers.base import Scorer
 from agentscore.spans import ScoringSpanProcessor
 from agentscore.testing import ScriptedEndpoint, chat_completion
 from tests.chat_server import Answer, Request, chat_server
-from tests.conftest import new_log_exporter, span_context
+from tests.conftest import new_log_exporter
 
 ORDER = {"order": "1042", "status": "shipped", "carrier": "UPS"}
 
@@ -74,7 +75,7 @@ def level_scorers(seen: Seen) -> list[Scorer]:
 
 def tool_turn(question: str, answer: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     call = {"id": "c1", "type": "function", "function": {"name": "lookup_order", "arguments": "{}"}}
-    output = [
+    output: list[dict[str, Any]] = [
         {"role": "assistant", "content": None, "tool_calls": [call]},
         {"role": "tool", "tool_call_id": "c1", "content": json.dumps(ORDER)},
         {"role": "assistant", "content": answer},
@@ -410,7 +411,7 @@ class SpanPipeline:
         assert self.processor.force_flush(30_000)
         assert self.runner.flush(30)
 
-    def chat_trace(self, answer: str, conversation_id: str | None = None) -> ReadableSpan:
+    def chat_trace(self, answer: str, conversation_id: str | None = None) -> Span:
         """A request whose hand-written tool loop is traced with GenAI `chat` spans; returns
         its root span."""
         tracer = self.provider.get_tracer("app")
@@ -440,7 +441,7 @@ class SpanPipeline:
                     },
                 ):
                     pass
-        return root  # type: ignore[return-value]
+        return root
 
     def evaluation(self, scorer_id: str) -> ReadableSpan:
         [span] = [
@@ -466,7 +467,7 @@ def test_a_trace_is_scored_once_after_its_root_ended_and_the_grace_never_before(
         "chat first",
         "chat final",
     ]
-    root_id = f"{span_context(root).span_id:016x}"
+    root_id = f"{root.get_span_context().span_id:016x}"
     assert trace.span_id == root_id
     pipeline.clock.now += 100
     pipeline.settle()
@@ -475,7 +476,7 @@ def test_a_trace_is_scored_once_after_its_root_ended_and_the_grace_never_before(
     # Its evaluation sits under the trace's root span, with its event.
     evaluation = pipeline.evaluation("trace")
     assert evaluation.parent is not None
-    assert evaluation.parent.span_id == span_context(root).span_id
+    assert evaluation.parent.span_id == root.get_span_context().span_id
     events = [
         record.log_record
         for record in pipeline.logs.get_finished_logs()
@@ -483,7 +484,7 @@ def test_a_trace_is_scored_once_after_its_root_ended_and_the_grace_never_before(
         and (record.log_record.attributes or {}).get("gen_ai.evaluation.name") == "trace"
     ]
     [event] = events
-    assert event.span_id == span_context(root).span_id
+    assert event.span_id == root.get_span_context().span_id
 
 
 def test_a_span_after_its_trace_was_scored_is_counted_not_a_new_trace() -> None:
@@ -495,8 +496,6 @@ def test_a_span_after_its_trace_was_scored_is_counted_not_a_new_trace() -> None:
     assert len(pipeline.seen.of("trace")) == 1
     before = pipeline.processor.dropped_spans
     tracer = pipeline.provider.get_tracer("app")
-    from opentelemetry.trace import set_span_in_context
-
     with tracer.start_as_current_span("late chat", context=set_span_in_context(root)):
         pass
     pipeline.clock.now += 1000
@@ -511,8 +510,6 @@ def test_a_span_within_the_grace_joins_its_trace() -> None:
     pipeline.settle()
     pipeline.clock.now += 1.0
     tracer = pipeline.provider.get_tracer("app")
-    from opentelemetry.trace import set_span_in_context
-
     with tracer.start_as_current_span(
         "execute_tool audit",
         context=set_span_in_context(root),
@@ -648,6 +645,11 @@ def three_turn_model(request: Request) -> Answer:
     return Answer(payload=reply.body)
 
 
+def find_order(order_id: str) -> dict[str, str]:
+    """Look up an order."""
+    return dict(ORDER, order=order_id)
+
+
 def test_a_pydantic_ai_answer_restating_a_turn_one_tool_result_is_judged_against_it() -> None:
     from openai import AsyncOpenAI
     from pydantic_ai import Agent as PydanticAgent
@@ -663,7 +665,7 @@ def test_a_pydantic_ai_answer_restating_a_turn_one_tool_result_is_judged_against
         client = AsyncOpenAI(base_url=server.base_url, api_key="sk-test-not-a-key")
         model = OpenAIChatModel("gpt-x", provider=OpenAIProvider(openai_client=client))
         agent = PydanticAgent(model, instructions="Be helpful")
-        agent.tool_plain(lambda order_id: dict(ORDER, order=order_id), name="lookup_order")
+        agent.tool_plain(name="lookup_order")(find_order)
         first = agent.run_sync("Where is order 1042?")
         second = agent.run_sync("Thanks!", message_history=first.all_messages())
         third = agent.run_sync("Which carrier was it?", message_history=second.all_messages())
