@@ -269,14 +269,17 @@ class ConversationTracker:
                     span_id=run.span_id or held.span_id,
                     route=route if route is not None else held.route,
                 )
-                if held.broken is None:
+                if held.broken is not None:
+                    # Its later turns are not held either, but keep it from going idle.
+                    self.store.put(updated)
+                    refused: str | None = held.broken
+                else:
                     updated = replace(
                         updated, turns=(*held.turns, turn), held_bytes=held.held_bytes + size
                     )
-                refused = self.store.put(updated) if held.broken is None else "broken"
-                if refused is not None and held.broken is None:
-                    # Keep it, empty and broken, so that its later turns are not held either.
-                    refused = self._break(held, refused, now)
+                    refused = self.store.put(updated)
+                    if refused is not None:
+                        self._break(updated, refused)
                 if refused is not None:
                     self._counts.dropped_turns += 1
             self._start_ticking()
@@ -285,12 +288,12 @@ class ConversationTracker:
             _log.error("conversation_turn_failed", error_type=type(exc).__name__)
             return False
 
-    def _break(self, held: OpenConversation, reason: str, now: float) -> str:
-        broken = replace(held, turns=(), held_bytes=0, last_seen=now, broken=reason)
+    def _break(self, held: OpenConversation, reason: str) -> None:
+        """Keep `held` empty and marked broken: it will be counted dropped when it is over."""
+        broken = replace(held, turns=(), held_bytes=0, broken=reason)
         if self.store.put(broken) is not None:  # no room even for its marker
             self.store.take(held.conversation_id)
         _log.warning("conversation_dropped", conversation_id=held.conversation_id, reason=reason)
-        return reason
 
     def end(self, conversation_id: str) -> bool:
         """The conversation is over: hand it over now. False when none is open under that id.
@@ -332,7 +335,8 @@ class ConversationTracker:
             return False
         if not conversation.turns:
             return False
-        self._counts.scored += 1
+        with self._lock:
+            self._counts.scored += 1
         try:
             self._on_over(conversation)
         except Exception as exc:
@@ -344,7 +348,8 @@ class ConversationTracker:
         return True
 
     def _dropped(self, conversation: OpenConversation, reason: str) -> None:
-        self._counts.dropped += 1
+        with self._lock:
+            self._counts.dropped += 1
         _log.warning(
             "conversation_not_scored",
             conversation_id=conversation.conversation_id,
