@@ -90,20 +90,23 @@ GetContext = Callable[[ContextParams], Sequence[str] | Awaitable[Sequence[str]]]
 
 
 def found_context(run: ScorerRun) -> list[str]:
-    """The context a run brings by itself: its tool results, then its retrieved documents.
-    What the built-in scorers judge against when given no `context` or `get_context`.
+    """The context a run brings by itself: its tool results (those of earlier turns in its
+    input history first, then its output's), then its retrieved documents. What the built-in
+    scorers judge against when given no `context` or `get_context`: an answer may restate
+    what a tool said turns ago.
 
     Read once per run: every scorer of a run asks, and a tool result is parsed and written
     again as one JSON chunk, which is slow for a large result. The runs found lately are kept by
     content (their tool messages and documents; a run's copy in another job is the same
     key), within a bound on entries and characters."""
+    messages = [*run.input, *run.output]
     key = (
-        tuple(m for m in run.output if m.role == "tool" or m.tool_calls),
+        tuple(m for m in messages if m.role == "tool" or m.tool_calls),
         tuple(run.documents),
     )
     kept = _found.get(key)
     if kept is None:
-        tools = [format_tool_result(result) for result in extract_tool_results(run.output)]
+        tools = [format_tool_result(result) for result in extract_tool_results(messages)]
         kept = tools + list(run.documents)
         _found.put(key, kept, sum(len(chunk) for chunk in kept))
     return list(kept)

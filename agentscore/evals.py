@@ -3,12 +3,18 @@
 `Evals.submit` is the public way in for any agent (a hand-written loop, another framework);
 `agentscore.Agent`, the span processor and the `@evals.observe` decorator all end in
 `Evals.submit_run`, so sampling, the filter and queueing behave the same for every caller.
+
+Each scorer judges runs of its level (`Scorer.level`): a submitted generation goes to the
+generation scorers, and, being its own trace, to the trace scorers as its trajectory
+(`TraceRun.of`); with a conversation id it is a turn of that conversation, whose scorers run
+once it is over (`pipeline.conversations`). The span processor hands generations and whole
+traces apart (`levels=`).
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ParamSpec, TypeVar, overload
 
@@ -22,17 +28,25 @@ from agentscore.errors import ConfigurationError, UnreadableMessageError
 from agentscore.judges.check import CHECK_TIMEOUT, JudgeCheck, check_judges
 from agentscore.messages import Message, Role
 from agentscore.pipeline.choose import accepts, accepts_async, affordable, sampled_scorers
+from agentscore.pipeline.conversations import (
+    DEFAULT_CONVERSATION_IDLE,
+    ConversationStore,
+    ConversationTracker,
+    OpenConversation,
+)
 from agentscore.pipeline.generation import Generation
 from agentscore.pipeline.runner import JobRunner, ScoreJob, ScoreSink, default_runner
-from agentscore.run import ScorerRun
+from agentscore.run import ConversationRun, Level, ScorerRun, TraceRun
 from agentscore.scorers.base import Scorer
 from agentscore.telemetry.core import Telemetry, current_telemetry
+from agentscore.telemetry.evaluations import record_dropped
 
 __all__ = ["Evals", "EvalsLike", "SampledScorer", "sampled_entries"]
 
 _log = structlog.get_logger("agentscore.evals")
 P = ParamSpec("P")
 R = TypeVar("R")
+_ALL_LEVELS: tuple[Level, ...] = ("generation", "trace", "conversation")
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +71,11 @@ class Evals:
     (where evaluation spans and records go) to the global providers. A spend budget is set
     on the telemetry (`Telemetry(prices=..., spend=SpendBudget(per_day=...))`): it caps what
     every placement using that telemetry spends, together.
+
+    Scorers of every level go in `scorers` (see the module docstring). A conversation is
+    scored once it is over: `conversation_idle` seconds (900 by default) after its last turn,
+    or at `end_conversation(id)`; conversation scorers are sampled on the conversation id.
+    Open conversations wait in `conversation_store` (default: in memory, bounded).
     """
 
     scorers: Sequence[Scorer | SampledScorer] = ()
@@ -65,15 +84,42 @@ class Evals:
     on_score: ScoreSink | None = None
     runner: JobRunner | None = None
     telemetry: Telemetry | None = None
+    conversation_idle: float = DEFAULT_CONVERSATION_IDLE
+    conversation_store: ConversationStore | None = None
     _entries: tuple[SampledScorer, ...] = field(init=False, repr=False)
+    _conversations: ConversationTracker | None = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         _check_rate(self.sampling)
-        object.__setattr__(self, "_entries", sampled_entries(self.scorers, self.sampling))
+        entries = sampled_entries(self.scorers, self.sampling)
+        object.__setattr__(self, "_entries", entries)
+        tracker = None
+        if any(entry.scorer.level == "conversation" for entry in entries):
+            tracker = ConversationTracker(
+                self._conversation_over,
+                idle=self.conversation_idle,
+                store=self.conversation_store,
+                on_drop=self._conversation_dropped,
+            )
+        object.__setattr__(self, "_conversations", tracker)
 
     @property
     def entries(self) -> tuple[SampledScorer, ...]:
         return self._entries
+
+    @property
+    def conversations(self) -> ConversationTracker | None:
+        """The open conversations (None without conversation scorers): `open`,
+        `handed_over`, `dropped` counts, and `expire()` to look for idle ones now."""
+        return self._conversations
+
+    def end_conversation(self, conversation_id: str) -> bool:
+        """The conversation is over: its conversation scorers run now, in the background.
+        Returns at once, never raises for scoring trouble; False when no conversation is open
+        under that id (none was submitted, or it was already scored)."""
+        check_text("conversation_id", conversation_id)
+        tracker = self._conversations
+        return tracker is not None and tracker.end(conversation_id)
 
     def submit(
         self,
@@ -95,10 +141,12 @@ class Evals:
         against them beside the tool results in `output`.
         The evaluation is parented to `span` (a `Span` or `SpanContext`; default: the current
         span) and sampled on its trace id. Returns at once, never raises for scoring trouble:
-        True when at least one scorer was queued. Messages no adapter reads end as failed
-        results (`UnreadableMessageError`), never as a score of an empty answer. An option of
-        the wrong type (`request_context=[1, 2]`) is a `ConfigurationError` naming it, at once.
-        `documents` that is not a list of strings is a `ConfigurationError` too.
+        True when at least one scorer was queued (or the turn was added to its conversation).
+        Messages no adapter reads end as failed results (`UnreadableMessageError`), never as a
+        score of an empty answer. An option of the wrong type (`request_context=[1, 2]`) is a
+        `ConfigurationError` naming it, at once. `documents` that is not a list of strings is
+        a `ConfigurationError` too. The generation is its own trace for the trace scorers, and
+        with `conversation_id` a turn of that conversation for the conversation scorers.
         """
         retrieved = _documents(documents)
         check_mapping("request_context", request_context)
@@ -110,8 +158,9 @@ class Evals:
             valid = context.is_valid
             trace_id = f"{context.trace_id:032x}" if valid else None
             ledger = self._telemetry(None).ledger
-            chosen = sampled_scorers(self._entries, trace_id, run_id, ledger, agent_name)
-            if not chosen:
+            chosen = sampled_scorers(self._now_entries(), trace_id, run_id, ledger, agent_name)
+            turn = bool(conversation_id) and self._conversations is not None
+            if not chosen and not turn:
                 return False
             header = ScorerRun.unchecked(
                 run_id=run_id,
@@ -132,17 +181,18 @@ class Evals:
             # Read later, so keep what was handed over now: a caller's loop often appends
             # the next turn to the same list right after submitting.
             read = _MessageReader(header, _snapshot(input), _snapshot(output))
-            if self.filter is not None:
-                # The filter judges the messages, so they are read here, on the caller's path.
+            if self.filter is not None or turn:
+                # The filter judges the messages, and a turn is held as messages, so they are
+                # read here, on the caller's path.
                 try:
                     run = read()
                 except Exception:
                     # A source that fails while being read (a generator that raises) ends as
                     # a failed result, as it does without a filter: the runner re-reads.
-                    return self._enqueue(header, chosen, None, None, read)
-                return self._queue(run, chosen, None, None)
+                    return self._enqueue_levels(header, chosen, None, None, read)
+                return self._queue(run, chosen, None, None, _ALL_LEVELS)
             # Otherwise they are read on the background loop; here only references are copied.
-            return self._enqueue(header, chosen, None, None, read)
+            return self._enqueue_levels(header, chosen, None, None, read)
         except Exception as exc:  # the caller must never see scoring trouble
             _log.error("evals_submit_failed", error_type=type(exc).__name__)
             return False
@@ -154,21 +204,27 @@ class Evals:
         entries: Sequence[SampledScorer] | None = None,
         telemetry: Telemetry | None = None,
         on_result: ScoreSink | None = None,
+        levels: Collection[Level] = _ALL_LEVELS,
     ) -> bool:
         """`submit` for a run already built (by an agent, the span processor or the service).
 
-        `entries` replaces this object's scorers; `telemetry` and `on_result` replace its
-        own. Samples, filters and queues like `submit`; never raises.
+        `entries` replaces this object's generation and trace scorers; `telemetry` and
+        `on_result` replace its own. `levels`: what the run feeds (by default all: the
+        generation scorers, the trace scorers with its trajectory, and its conversation); the
+        span processor hands generations and whole traces apart. Samples, filters and queues
+        like `submit`; never raises.
         """
         try:
             chosen = sampled_scorers(
-                self._entries if entries is None else entries,
+                self._now_entries(entries, levels),
                 run.trace_id,
                 run.run_id,
                 self._telemetry(telemetry).ledger,
                 run.agent_name,
             )
-            return bool(chosen) and self._queue(run, chosen, telemetry, on_result)
+            if not chosen and not self._is_turn(run, levels):
+                return False
+            return self._queue(run, chosen, telemetry, on_result, levels)
         except Exception as exc:
             _log.error("evals_submit_failed", error_type=type(exc).__name__)
             return False
@@ -180,26 +236,47 @@ class Evals:
         entries: Sequence[SampledScorer] | None = None,
         telemetry: Telemetry | None = None,
         on_result: ScoreSink | None = None,
+        levels: Collection[Level] = _ALL_LEVELS,
     ) -> bool:
         """`submit_run` for async callers: a sync filter runs in a worker thread, so a slow
         one never holds the caller's event loop (which `generate_sync` callers share)."""
         try:
             ledger = self._telemetry(telemetry).ledger
             chosen = sampled_scorers(
-                self._entries if entries is None else entries,
+                self._now_entries(entries, levels),
                 run.trace_id,
                 run.run_id,
                 ledger,
                 run.agent_name,
             )
-            if not chosen:
+            if not chosen and not self._is_turn(run, levels):
                 return False
             if not await accepts_async(self.filter, run, ledger, chosen):
                 return False
-            return self._enqueue(run, chosen, telemetry, on_result)
+            return self._route(run, chosen, telemetry, on_result, levels)
         except Exception as exc:
             _log.error("evals_submit_failed", error_type=type(exc).__name__)
             return False
+
+    def _now_entries(
+        self,
+        entries: Sequence[SampledScorer] | None = None,
+        levels: Collection[Level] = _ALL_LEVELS,
+    ) -> list[SampledScorer]:
+        """The entries scored as a run arrives (generation and trace): a conversation's
+        scorers are sampled when it is over."""
+        return [
+            entry
+            for entry in (self._entries if entries is None else entries)
+            if entry.scorer.level != "conversation" and entry.scorer.level in levels
+        ]
+
+    def _is_turn(self, run: ScorerRun, levels: Collection[Level]) -> bool:
+        return (
+            "conversation" in levels
+            and bool(run.conversation_id)
+            and self._conversations is not None
+        )
 
     @overload
     def observe(self, func: Callable[P, R], /) -> Callable[P, R]: ...
@@ -244,14 +321,50 @@ class Evals:
         chosen: Sequence[Scorer],
         telemetry: Telemetry | None,
         on_result: ScoreSink | None,
+        levels: Collection[Level],
     ) -> bool:
         if not accepts(self.filter, run, self._telemetry(telemetry).ledger, chosen):
             return False
-        return self._enqueue(run, chosen, telemetry, on_result)
+        return self._route(run, chosen, telemetry, on_result, levels)
+
+    def _route(
+        self,
+        run: ScorerRun,
+        chosen: Sequence[Scorer],
+        telemetry: Telemetry | None,
+        on_result: ScoreSink | None,
+        levels: Collection[Level],
+    ) -> bool:
+        """Queue an accepted run's chosen scorers, and add it as a turn of its conversation."""
+        queued = self._enqueue_levels(run, chosen, telemetry, on_result, None)
+        if self._is_turn(run, levels) and self._conversations is not None:
+            route = _Route(telemetry, on_result)
+            queued = self._conversations.add(run, route=route) or queued
+        return queued
 
     def _telemetry(self, telemetry: Telemetry | None) -> Telemetry:
         """Where a run's evaluations (and the ledger's counts of it) go."""
         return telemetry or self.telemetry or current_telemetry()
+
+    def _enqueue_levels(
+        self,
+        run: ScorerRun,
+        chosen: Sequence[Scorer],
+        telemetry: Telemetry | None,
+        on_result: ScoreSink | None,
+        read: Callable[[], ScorerRun] | None,
+    ) -> bool:
+        """The generation scorers on `run`; the trace scorers on its trace (itself when it is
+        one, else the trajectory its messages tell): one target each, with its own shared
+        judge request."""
+        generation = [scorer for scorer in chosen if scorer.level == "generation"]
+        trace = [scorer for scorer in chosen if scorer.level == "trace"]
+        queued = bool(generation) and self._enqueue(run, generation, telemetry, on_result, read)
+        if trace:
+            trace_read = None if read is None else _as_trace(read)
+            trace_run = TraceRun.of(run)
+            queued = self._enqueue(trace_run, trace, telemetry, on_result, trace_read) or queued
+        return queued
 
     def _enqueue(
         self,
@@ -276,6 +389,38 @@ class Evals:
             queued = runner.submit(job) or queued
         return queued
 
+    def _conversation_over(self, conversation: OpenConversation) -> None:
+        """A conversation is over: its scorers, sampled on its id, run on the whole of it."""
+        route = conversation.route if isinstance(conversation.route, _Route) else _Route()
+        ledger = self._telemetry(route.telemetry).ledger
+        conversation_entries = [e for e in self._entries if e.scorer.level == "conversation"]
+        chosen = sampled_scorers(
+            conversation_entries,
+            None,
+            conversation.conversation_id,
+            ledger,
+            conversation.agent_name,
+        )
+        if not chosen:
+            return
+        # Its ids now; its messages are put together on the background loop, once.
+        header = ConversationRun.unchecked(
+            run_id=conversation.run_id,
+            conversation_id=conversation.conversation_id,
+            agent_name=conversation.agent_name,
+            trace_id=conversation.trace_id,
+            span_id=conversation.span_id,
+            turns=[],
+        )
+        self._enqueue(header, chosen, route.telemetry, route.on_result, _Once(conversation.run))
+
+    def _conversation_dropped(self, conversation: OpenConversation, reason: str) -> None:
+        route = conversation.route if isinstance(conversation.route, _Route) else _Route()
+        telemetry = self._telemetry(route.telemetry)
+        for entry in self._entries:
+            if entry.scorer.level == "conversation":
+                record_dropped(telemetry, entry.scorer.id, conversation.agent_name)
+
     def check(self, timeout: float = CHECK_TIMEOUT) -> list[JudgeCheck]:
         """Send each distinct model of these scorers' judges one small request, all at once,
         and report, per model, what is wrong in plain words (a misspelled model, a refused
@@ -299,6 +444,8 @@ class Evals:
                 "on_score",
                 "runner",
                 "telemetry",
+                "conversation_idle",
+                "conversation_store",
             }
             if unknown:
                 raise ConfigurationError(f"unknown evals options: {sorted(unknown)}")
@@ -354,6 +501,41 @@ def _documents(documents: Sequence[str] | None) -> list[str]:
 
 def _check_rate(rate: float) -> None:
     check_number("sampling", rate, low=0.0, high=1.0)
+
+
+@dataclass(frozen=True, slots=True)
+class _Route:
+    """Where a conversation's results go: as its last turn's placement said."""
+
+    telemetry: Telemetry | None = None
+    on_result: ScoreSink | None = None
+
+
+class _Once:
+    """`make()` called once, on the first scorer's read; its run (or failure) kept for the
+    others."""
+
+    __slots__ = ("_error", "_make", "_run")
+
+    def __init__(self, make: Callable[[], ScorerRun]) -> None:
+        self._make = make
+        self._run: ScorerRun | None = None
+        self._error: Exception | None = None
+
+    def __call__(self) -> ScorerRun:
+        if self._error is not None:
+            raise self._error
+        if self._run is None:
+            try:
+                self._run = self._make()
+            except Exception as exc:
+                self._error = exc
+                raise
+        return self._run
+
+
+def _as_trace(read: Callable[[], ScorerRun]) -> Callable[[], ScorerRun]:
+    return _Once(lambda: TraceRun.of(read()))
 
 
 class _MessageReader:

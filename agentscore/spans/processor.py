@@ -2,7 +2,11 @@
 
 Added to the application's `TracerProvider`, it watches ended spans, finds the finished
 generations in them (the rule is in `agentscore.spans.assembler`) and submits each through
-`Evals.submit_run`, parented to the span it judges. `on_end` only appends the span to a bounded
+`Evals.submit_run`, parented to the span it judges. With trace or conversation scorers it also
+keeps each trace whole (`agentscore.spans.traces`) and, `trace_grace` seconds after its root
+span ended, submits it as one run (`agentscore.spans.trajectory.trace_run`), parented to the
+root: the trace scorers judge it, and it is a turn of its conversation (`gen_ai.conversation.id`
+or `session.id` on its spans). `on_end` only appends the span to a bounded
 queue: reading messages and deciding generations happen on the processor's own thread.
 Evaluation spans go through the provider the processor is attached to (unless `Evals` names
 its own telemetry), so they reach the same exporters as the spans they judge.
@@ -13,6 +17,7 @@ from __future__ import annotations
 import threading
 import time
 import weakref
+from collections.abc import Callable
 
 import structlog
 from opentelemetry.context import Context
@@ -24,14 +29,19 @@ from agentscore._runtime.workqueue import WorkQueue
 from agentscore.errors import ConfigurationError
 from agentscore.evals import Evals
 from agentscore.pipeline.sampling import sampled, trace_point
-from agentscore.run import ScorerRun
+from agentscore.run import Level, ScorerRun
 from agentscore.spans.assembler import TraceAssembler
 from agentscore.spans.records import SpanRecord
+from agentscore.spans.traces import TraceBuffer
+from agentscore.spans.trajectory import trace_run
 from agentscore.telemetry.core import AGENTSCORE_SCOPE, Telemetry, scoring_in_progress
 
 __all__ = ["ScoringSpanProcessor"]
 
 _log = structlog.get_logger("agentscore.spans")
+# What a generation found in the spans feeds, and what a whole trace feeds.
+_GENERATION: tuple[Level, ...] = ("generation",)
+_TRACE: tuple[Level, ...] = ("trace", "conversation")
 
 
 class ScoringSpanProcessor(SpanProcessor):
@@ -41,8 +51,13 @@ class ScoringSpanProcessor(SpanProcessor):
     counted in `dropped_spans`); `max_open_bytes` bounds what open traces hold (a span past it
     is dropped and counted the same way; text attributes are cut to what a scorer reads);
     `idle_timeout` closes a trace whose root has not ended after that many seconds without a
-    new span. Call `force_flush()` to read every span ended so far,
-    then `evals.runner.flush()` (or the default runner's) to wait for the scores.
+    new span. With trace or conversation scorers, whole traces are held too (within
+    `max_traces`, `max_spans_per_trace` and `max_open_bytes` of their own; a trace that loses
+    a span is not scored, and counted in `dropped_traces`) and scored `trace_grace` seconds
+    after their root ended. `clock` (seconds, `time.monotonic` by default) is what idleness
+    and the grace are measured by. Call `force_flush()` to read every span ended so far (and
+    submit the traces complete by now), then `evals.runner.flush()` (or the default runner's)
+    to wait for the scores.
     """
 
     def __init__(
@@ -54,25 +69,43 @@ class ScoringSpanProcessor(SpanProcessor):
         max_traces: int = 10_000,
         max_spans_per_trace: int = 2_000,
         max_open_bytes: int = 256 * 2**20,
+        trace_grace: float = 2.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if not isinstance(evals, Evals):
             raise ConfigurationError(f"evals must be an Evals, got {type(evals).__name__}")
-        if max_queue < 1 or idle_timeout <= 0 or max_open_bytes < 1:
+        if max_queue < 1 or idle_timeout <= 0 or max_open_bytes < 1 or trace_grace < 0:
             raise ConfigurationError(
-                "max_queue and max_open_bytes must be at least 1 and idle_timeout positive"
+                "max_queue and max_open_bytes must be at least 1, idle_timeout positive and "
+                "trace_grace not negative"
             )
         self.evals = evals
         self.max_queue = max_queue
+        self._clock = clock
+        levels = {entry.scorer.level for entry in evals.entries}
         # The sampling decision is a function of the trace id (agentscore.pipeline.sampling):
         # a trace no scorer would sample is left at once, before any span of it is queued.
+        # A conversation's scorers are sampled on its id: every trace may be one of its turns.
         self._top_rate = max((entry.sampling for entry in evals.entries), default=0.0)
+        if "conversation" in levels:
+            self._top_rate = 1.0
         self._assembler = TraceAssembler(
             idle_timeout=idle_timeout,
             max_traces=max_traces,
             max_spans_per_trace=max_spans_per_trace,
             max_bytes=max_open_bytes,
         )
-        self._spans: WorkQueue[ReadableSpan] = WorkQueue(max_queue)
+        self._traces: TraceBuffer | None = None
+        if levels & {"trace", "conversation"}:
+            self._traces = TraceBuffer(
+                grace=trace_grace,
+                idle_timeout=idle_timeout,
+                max_traces=max_traces,
+                max_spans_per_trace=max_spans_per_trace,
+                max_bytes=max_open_bytes,
+            )
+        # None: a tick (force_flush), so that traces due by now are submitted.
+        self._spans: WorkQueue[ReadableSpan | None] = WorkQueue(max_queue)
         self._dropped = 0
         self._thread: threading.Thread | None = None
         self._thread_lock = threading.Lock()
@@ -83,7 +116,13 @@ class ScoringSpanProcessor(SpanProcessor):
     @property
     def dropped_spans(self) -> int:
         """Spans lost to a full queue, an oversized trace or the open-trace byte budget."""
-        return self._dropped + self._assembler.dropped_spans
+        held = self._traces.dropped_spans if self._traces is not None else 0
+        return self._dropped + self._assembler.dropped_spans + held
+
+    @property
+    def dropped_traces(self) -> int:
+        """Whole traces not scored by the trace scorers: one of their spans did not fit."""
+        return self._traces.dropped_traces if self._traces is not None else 0
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         if self._telemetry is None and self.evals.telemetry is None:
@@ -109,9 +148,12 @@ class ScoringSpanProcessor(SpanProcessor):
             _log.error("span_processor_failed", error_type=type(exc).__name__)
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        """Read every span ended so far; True when done within the timeout."""
+        """Read every span ended so far, and submit the traces complete by now (their root
+        ended `trace_grace` ago); True when done within the timeout."""
         if self._thread is None:
             return len(self._spans) == 0
+        with self._spans.lock:
+            self._spans.put(None)  # a full queue is read anyway, and looks for due traces
         return self._spans.join(timeout_millis / 1000)
 
     def shutdown(self) -> None:
@@ -123,6 +165,7 @@ class ScoringSpanProcessor(SpanProcessor):
             thread.join(timeout=30)
         else:
             self._submit(self._assembler.drain())
+            self._submit_traces(self._traces.drain() if self._traces is not None else [])
 
     def _start(self) -> None:
         with self._thread_lock:
@@ -137,7 +180,7 @@ class ScoringSpanProcessor(SpanProcessor):
         start_giving_way()
         interval = min(self._assembler.idle_timeout / 2, 5.0)
         while True:
-            self._spans.wait_for_items(interval)
+            self._spans.wait_for_items(self._wait(interval))
             closed = self._spans.closed
             batch = self._spans.take()
             try:
@@ -147,21 +190,47 @@ class ScoringSpanProcessor(SpanProcessor):
             self._spans.finished(len(batch))
             if closed and not batch:
                 self._submit(self._assembler.drain())
+                self._submit_traces(self._traces.drain() if self._traces is not None else [])
                 return
 
-    def _read(self, batch: list[ReadableSpan]) -> None:
-        now = time.monotonic()
+    def _wait(self, interval: float) -> float:
+        """Seconds to wait for spans: at most until the next trace's grace is over."""
+        due = self._traces.next_due() if self._traces is not None else None
+        if due is None:
+            return interval
+        return min(interval, max(0.01, due - self._clock()))
+
+    def _read(self, batch: list[ReadableSpan | None]) -> None:
+        now = self._clock()
         for span in batch:
+            if span is None:
+                continue
             give_way()  # a batch is every span ended since the last: long when loaded
             try:
-                self._submit(self._assembler.add(SpanRecord.from_readable(span).cut(), now))
+                record = SpanRecord.from_readable(span).cut()
+                self._submit(self._assembler.add(record, now))
+                if self._traces is not None:
+                    self._traces.add(record, now)
             except Exception as exc:
                 _log.error("span_reading_failed", span=span.name, error_type=type(exc).__name__)
         self._submit(self._assembler.expire(now))
+        if self._traces is not None:
+            self._submit_traces(self._traces.due(now))
 
     def _submit(self, runs: list[ScorerRun]) -> None:
         for run in runs:
-            self.evals.submit_run(run, telemetry=self._telemetry)
+            self.evals.submit_run(run, telemetry=self._telemetry, levels=_GENERATION)
+
+    def _submit_traces(self, traces: list[list[SpanRecord]]) -> None:
+        """Each whole trace, to the trace scorers and as a turn of its conversation."""
+        for spans in traces:
+            give_way()
+            try:
+                run = trace_run(spans)
+            except Exception as exc:
+                _log.error("trace_reading_failed", error_type=type(exc).__name__)
+                continue
+            self.evals.submit_run(run, telemetry=self._telemetry, levels=_TRACE)
 
     def _after_fork(self) -> None:
         # The reader thread does not exist in a forked child; start afresh there.

@@ -92,15 +92,17 @@ def evaluation_span(telemetry: Telemetry, scorer_id: str, run: ScorerRun) -> Ite
     """The evaluation span of one scorer on one run, current (with `telemetry`) while open,
     so the judge's chat spans nest under it."""
     token = use_telemetry(telemetry)
+    attributes = {
+        semconv.EVALUATION_NAME: scorer_id,
+        semconv.OPENINFERENCE_SPAN_KIND: "EVALUATOR",
+        **_run_attributes(run),
+    }
     try:
         with telemetry.tracer.start_as_current_span(
             f"evaluation {scorer_id}",
             context=parent_context(run),
             kind=SpanKind.INTERNAL,
-            attributes={
-                semconv.EVALUATION_NAME: scorer_id,
-                semconv.OPENINFERENCE_SPAN_KIND: "EVALUATOR",
-            },
+            attributes=attributes,
             record_exception=False,
         ) as span:
             yield span
@@ -164,14 +166,23 @@ def emit_result(
     telemetry.logger.emit(
         event_name=semconv.EVALUATION_EVENT,
         context=parent_context(run),
-        attributes=(
-            evaluation_attributes(result, telemetry.capture_content)
-            if attributes is None
-            else attributes
-        ),
+        attributes={
+            **(
+                evaluation_attributes(result, telemetry.capture_content)
+                if attributes is None
+                else attributes
+            ),
+            **_run_attributes(run),
+        },
     )
     if counted:
         _record_metrics(telemetry, result)
+
+
+def _run_attributes(run: ScorerRun) -> dict[str, str]:
+    """What the judged run adds to its evaluation's span and event: the conversation it
+    belongs to (a conversation's evaluation is found by its id, not only by its trace)."""
+    return {semconv.CONVERSATION_ID: run.conversation_id} if run.conversation_id else {}
 
 
 def record_outcome(
