@@ -195,18 +195,22 @@ def _completion(body: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _instance(schema: dict[str, Any], root: dict[str, Any]) -> Any:
+def _instance(schema: dict[str, Any], root: dict[str, Any], key: str = "") -> Any:
+    """A value `schema` admits. A number that points at a step or a turn (the trace and
+    conversation scorers' replies) points at the first one; any other integer is 1042."""
     if "$ref" in schema:
-        return _instance(root["$defs"][schema["$ref"].rsplit("/", 1)[1]], root)
+        return _instance(root["$defs"][schema["$ref"].rsplit("/", 1)[1]], root, key)
     if "enum" in schema:
         return schema["enum"][0]
     if "anyOf" in schema:
-        return _instance(schema["anyOf"][0], root)
+        return _instance(schema["anyOf"][0], root, key)
     kind = schema.get("type")
     if kind == "object":
-        return {key: _instance(value, root) for key, value in schema["properties"].items()}
+        return {name: _instance(value, root, name) for name, value in schema["properties"].items()}
     if kind == "array":
-        return [_instance(schema["items"], root)]
+        return [_instance(schema["items"], root, key)]
+    if kind == "integer" and ("step" in key or "turn" in key):
+        return 1
     return {"string": JUDGE_TEXT, "boolean": True, "integer": 1042, "number": 1.0}.get(
         str(kind), JUDGE_TEXT
     )
@@ -315,7 +319,7 @@ def test_every_doc_has_its_python_blocks_found() -> None:
     assert len(BLOCKS) >= 19
     # Fragments stay rare; docs/levels.md's two built-in trace and conversation scorer blocks
     # wait for those scorers.
-    assert sum(block.skipped for block in BLOCKS) <= 4
+    assert sum(block.skipped for block in BLOCKS) <= 2
 
 
 def test_the_agents_sdk_recipe_puts_its_evaluation_on_the_trace_it_exports(
