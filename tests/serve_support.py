@@ -87,7 +87,7 @@ def start_serve(
     other variables; `nofile` sets the service's file descriptor limit (soft and hard);
     `command` replaces `python -m agentscore.cli serve --scorers tests.serve_scorers:evals`."""
     port = port or free_port()
-    # Never the default 4317: tests (and other services on the machine) run side by side.
+    # Never the default gRPC port: tests (and other services on the machine) run side by side.
     grpc_port = "" if "--grpc-port" in args else str(free_port())
     grpc = ("--grpc-port", grpc_port) if grpc_port else ()
     extra = env or {}
@@ -235,6 +235,37 @@ def wait_for(predicate: Any, timeout: float = 30.0, what: str = "condition") -> 
 def protobuf_request(spans: list[ReadableSpan]) -> bytes:
     """The body the OTLP/HTTP exporter would send for `spans`."""
     return bytes(encode_spans(spans).SerializeToString())
+
+
+def listening_ports(pid: int) -> set[int]:
+    """TCP ports the process listens on, from /proc (no client needed to find them)."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = fd.readlink().name
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    ports = set()
+    for table in ("tcp", "tcp6"):
+        for line in Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
+                ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
+
+
+def listening(log: Path) -> list[dict[str, str]]:
+    """The `serve_listening` lines the service has logged (whole lines only), as their
+    key=value fields: one a listening address."""
+    text = log.read_text(errors="replace")
+    whole = text[: text.rfind("\n") + 1]
+    return [
+        dict(field.split("=", 1) for field in line.split() if "=" in field)
+        for line in whole.splitlines()
+        if " serve_listening " in line
+    ]
 
 
 def rss_kib(pid: int) -> int:

@@ -3,6 +3,7 @@ real `openai` client), inside sync and async tests, and when the judge cannot an
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -128,3 +129,34 @@ def test_the_pytest_traceback_stops_at_the_tests_line(tmp_path: Path) -> None:
     # The verdict and its reason are there.
     assert "ScoreAssertionError: faithfulness 0:" in out
     assert "the claim says 'delivered', the context says 'processing'" in out
+
+
+@pytest.mark.parametrize(
+    ("record", "answer", "conflict", "quoted"),
+    [
+        (
+            {"order_id": "1042", "status": "processing"},
+            "Order 1042 has shipped.",
+            "the claim says 'shipped', the context says 'processing'",
+            "status: processing",
+        ),
+        (
+            {"order_id": "1042", "error": "order not found"},
+            "Order 1042 was delivered.",
+            "the context says 'not found'",
+            "error: order not found",
+        ),
+    ],
+)
+def test_a_contradicted_state_quotes_the_line_that_holds_the_state(
+    record: dict[str, str], answer: str, conflict: str, quoted: str
+) -> None:
+    context = [json.dumps(record)]
+    run = {"input": "Where is order 1042?", "output": answer}
+    with pytest.raises(ScoreAssertionError) as failed:
+        assert_scores(run, create_faithfulness_scorer("local", context=context))
+    message = str(failed.value)
+    assert f"\n  - contradicted: '{answer}'" in message
+    why = f'\n    why: Contradicts the context: {conflict} (relied on: "{quoted}").'
+    assert message.endswith(why), message
+    assert "order_id" not in message

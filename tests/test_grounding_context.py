@@ -168,7 +168,8 @@ async def test_a_one_megabyte_tool_result_is_scored_by_both_scorers_from_one_rea
     assert faithful.score == 0.5 and hallucinated.score == 0.5
     reason = faithful.analyze_step_result["verdicts"][1]["reason"]
     assert "the context says 'cancelled'" in reason
-    assert "result.orders[27998].order_id: 28998" in reason  # quoted as the field it is read from
+    # Quoted as the field it is read from: this order's status, not the first cancelled one.
+    assert '(relied on: "result.orders[27998].status: cancelled")' in reason
     assert len(made) == 1 and len(parsed) <= 20  # of 112,000 lines
 
 

@@ -57,6 +57,19 @@ def test_a_verdict_on_json_names_the_field_as_written_and_on_prose_the_sentence(
     assert on_prose.reason.endswith(f'(relied on: "{sentence}").')
 
 
+def test_a_contradicted_state_quotes_its_own_records_state_line() -> None:
+    # The same state line ("history processing") in two records, at other list indices: each
+    # claim's quote is its own order's line, not the first copy of the text.
+    history = {"orders": [{"order_id": 1, "history": ["processing"]},
+                          {"order_id": 2, "history": ["ordered", "processing"]}]}  # fmt: skip
+    first, second = check_claims(
+        ["Order 1 has shipped.", "Order 2 has shipped."], [json.dumps(history)]
+    )
+    assert (first.verdict, second.verdict) == ("no", "no")
+    assert first.reason.endswith('(relied on: "orders[0].history[0]: processing").')
+    assert second.reason.endswith('(relied on: "orders[1].history[1]: processing").')
+
+
 def test_a_long_judge_reason_is_cut_at_a_word_and_the_claim_kept_whole() -> None:
     claim = "Order 2001 was shipped with FedEx on 2026-11-20 from the Memphis hub overnight."
     reason = "The tool result gives no shipping date " + "and says nothing of a hub " * 20

@@ -8,9 +8,6 @@ from __future__ import annotations
 import json
 import shutil
 import signal
-import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -31,7 +28,7 @@ from tests.serve_support import (
     WRONG,
     attribute,
     evaluation_spans,
-    free_port,
+    listening_ports,
     protobuf_request,
     recorded_generations,
     serving,
@@ -88,25 +85,6 @@ def retry_delay(error: grpc.Call) -> tuple[float, float]:
     assert detail.Unpack(info)
     direct = RetryInfo.FromString(trailers["google.rpc.retryinfo-bin"])
     return info.retry_delay.seconds, direct.retry_delay.seconds
-
-
-def listening_ports(pid: int) -> set[int]:
-    """TCP ports the process listens on, from /proc (no client needed to find them)."""
-    inodes = set()
-    for fd in Path(f"/proc/{pid}/fd").iterdir():
-        try:
-            target = fd.readlink().name
-        except OSError:
-            continue
-        if target.startswith("socket:["):
-            inodes.add(target[8:-1])
-    ports = set()
-    for table in ("tcp", "tcp6"):
-        for line in Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]:
-            fields = line.split()
-            if fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
-                ports.add(int(fields[1].rsplit(":", 1)[1], 16))
-    return ports
 
 
 def test_the_grpc_exporters_generations_are_scored_under_their_spans(tmp_path: Path) -> None:
@@ -262,25 +240,6 @@ def test_a_grpc_port_that_is_not_a_port_is_a_usage_error(
         main(["serve", "--scorers", "m:a", "--grpc-port", "nope"])
     assert exit_info.value.code == 2
     assert "a port number or 'off', not 'nope'" in capsys.readouterr().err
-
-
-def test_a_taken_grpc_port_stops_the_start_with_exit_status_2(tmp_path: Path) -> None:
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
-        command = [sys.executable, "-m", "agentscore.cli", "serve", "--scorers"]
-        command += ["tests.serve_scorers:evals", "--port", str(free_port())]
-        command += ["--grpc-port", str(port), "--queue", str(tmp_path / "q.db")]
-        done = subprocess.run(
-            command,
-            cwd=Path(__file__).resolve().parent.parent,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-    assert done.returncode == 2
-    assert f"cannot listen on 127.0.0.1:{port}" in done.stderr
 
 
 def test_capture_content_puts_the_answer_and_the_reason_on_evaluations(tmp_path: Path) -> None:

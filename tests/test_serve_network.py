@@ -393,6 +393,7 @@ def test_open_traces_past_the_byte_budget_get_503_and_nothing_of_them_is_kept(
         (["--header-timeout", "0"], {}, "must be positive"),
         (["--connection-idle-timeout", "0"], {}, "must be positive"),
         (["--grpc-max-calls", "0"], {}, "at least 1"),
+        (["--port", "4400", "--grpc-port", "4400"], {}, "--port and --grpc-port are both 4400"),
         ([], {"AGENTSCORE_INGEST_TOKEN": "short-token"}, "at least 16 characters"),
     ],
 )

@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from agentscore.errors import ConfigurationError
+from agentscore.serve.listen import DEFAULT_GRPC_PORT, DEFAULT_HTTP_PORT
 
 __all__ = ["add_serve_command", "serve_command"]
 
@@ -20,12 +21,19 @@ def add_serve_command(commands: Any) -> None:
     )
     serve.add_argument("--scorers", required=True, help="MODULE:ATTR, an Evals or scorer list")
     serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=4318, help="OTLP/HTTP")
+    serve.add_argument(
+        "--port",
+        type=_port,
+        default=DEFAULT_HTTP_PORT,
+        help=f"OTLP/HTTP, where apps' exporters send by default (default {DEFAULT_HTTP_PORT}; "
+        "0: any free port)",
+    )
     serve.add_argument(
         "--grpc-port",
         type=_port_or_off,
-        default=4317,
-        help="OTLP/gRPC (the Collector's loadbalancing exporter speaks it); 'off' for none",
+        default=DEFAULT_GRPC_PORT,
+        help=f"OTLP/gRPC (the Collector's loadbalancing exporter speaks it; default "
+        f"{DEFAULT_GRPC_PORT}, off the 4317 of Phoenix and Collectors); 'off' for none",
     )
     serve.add_argument("--queue", default="agentscore-queue.db", help="SQLite queue file")
     serve.add_argument("--max-queue", type=int, default=100_000, help="rows before 503")
@@ -120,11 +128,19 @@ def _port_or_off(value: str) -> int | None:
     if value.strip().lower() == "off":
         return None
     try:
+        return _port(value)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"a port number or 'off', not {value!r}") from None
+
+
+def _port(value: str) -> int:
+    """0 to 65535; 0 lets the system choose (the start-up log says which it chose)."""
+    try:
         port = int(value)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"a port number or 'off', not {value!r}") from None
-    if not 0 < port < 65536:
-        raise argparse.ArgumentTypeError(f"a port number or 'off', not {value!r}")
+        raise argparse.ArgumentTypeError(f"a port number, not {value!r}") from None
+    if not 0 <= port < 65536:
+        raise argparse.ArgumentTypeError(f"a port number, not {value!r}")
     return port
 
 

@@ -1,6 +1,6 @@
-"""OTLP/gRPC ingest: the trace service's `Export` method on its own port (4317 by default),
-beside OTLP/HTTP, so the Collector's `loadbalancing` exporter and gRPC exporters reach the
-service directly.
+"""OTLP/gRPC ingest: the trace service's `Export` method on its own port (4319 by default:
+4317 is a Collector's and Phoenix's, often on the same host), beside OTLP/HTTP, so the
+Collector's `loadbalancing` exporter and gRPC exporters reach the service directly.
 
 A request takes the same path as an OTLP/HTTP one (`ServeApp.take`: the same reading of the
 same protobuf bytes, the same forward), and is answered OK only once it is on disk. Refusals
@@ -47,6 +47,7 @@ from agentscore.serve.auth import bearer_allowed
 from agentscore.serve.call_slots import CallSlots
 from agentscore.serve.forward import ForwardError
 from agentscore.serve.ingest import OverBudget
+from agentscore.serve.listen import check_port, grpc_endpoint, log_listening
 from agentscore.serve.stats import ServiceStats
 
 __all__ = ["EXPORT_METHOD", "GrpcIngest", "GrpcLimits"]
@@ -88,6 +89,10 @@ class GrpcIngest:
         limits: GrpcLimits | None = None,
     ) -> None:
         limits = limits or GrpcLimits()
+        address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        # gRPC says only "Failed to bind" (and logs an error line of its own): a taken port
+        # is found first, and said in the terms of the option that moves it.
+        check_port(host, port, "--grpc-port")
         self._app = app
         self._stats = stats
         self._slots = CallSlots(limits.max_calls)
@@ -119,17 +124,19 @@ class GrpcIngest:
                 ("grpc.http2.bdp_probe", 0),
             ],
         )
-        address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         try:
             if tls is None:
                 self.port = self._server.add_insecure_port(address)
             else:  # the certificate and key of --ssl-certfile / --ssl-keyfile
                 self.port = self._server.add_secure_port(address, _credentials(*tls))
         except RuntimeError as exc:
+            check_port(host, port, "--grpc-port")  # taken since: say so
             raise ConfigurationError(f"--grpc-port: cannot listen on {address} ({exc})") from None
+        self.endpoint = grpc_endpoint(host, self.port, tls=tls is not None)
 
     def start(self) -> None:
         self._server.start()
+        log_listening("OTLP/gRPC", self.endpoint)
 
     def stop(self, grace: float) -> None:
         """Finish the calls in progress (up to `grace` seconds), refuse new ones."""

@@ -26,11 +26,17 @@ from agentscore.scorers.base import Scorer
 from agentscore.serve.app import ServeApp
 from agentscore.serve.auth import load_ingest_token
 from agentscore.serve.budget import JudgeBudget
-from agentscore.serve.connections import connection_limits, guarded_protocol
+from agentscore.serve.connections import ConnectionLimits, connection_limits, guarded_protocol
 from agentscore.serve.export import build_exporters
 from agentscore.serve.forward import forward_sender
 from agentscore.serve.health import ServiceHealth
 from agentscore.serve.ingest import DEFAULT_MAX_OPEN_BYTES, Ingestor
+from agentscore.serve.listen import (
+    DEFAULT_GRPC_PORT,
+    DEFAULT_HTTP_PORT,
+    HttpListener,
+    log_listening,
+)
 from agentscore.serve.queue import SqliteQueue, Synchronous
 from agentscore.serve.stats import ServiceStats
 from agentscore.serve.tls import check_tls_files
@@ -48,8 +54,8 @@ _log = structlog.get_logger("agentscore.serve")
 class ServeOptions:
     scorers: str
     host: str = "127.0.0.1"
-    port: int = 4318
-    grpc_port: int | None = 4317  # None: OTLP/HTTP only
+    port: int = DEFAULT_HTTP_PORT
+    grpc_port: int | None = DEFAULT_GRPC_PORT  # None: OTLP/HTTP only
     queue: str = "agentscore-queue.db"
     max_queue: int = 100_000
     concurrency: int = 16
@@ -243,6 +249,11 @@ def run_service(options: ServeOptions) -> int:
             "--max-connection-age must be positive, --max-connections and --grpc-max-calls "
             "at least 1"
         )
+    if options.port != 0 and options.grpc_port == options.port:
+        raise ConfigurationError(
+            f"--port and --grpc-port are both {options.port}: give each its own "
+            "(or --grpc-port off)"
+        )
     evals = load_evals(options.scorers)
     limits = connection_limits(options.max_connections, grpc=options.grpc_port is not None)
     if limits.http < options.max_connections:
@@ -251,6 +262,17 @@ def run_service(options: ServeOptions) -> int:
             max_connections=limits.http,
             hint="the file descriptor limit (ulimit -n) is too low for --max-connections",
         )
+    # Before the queue opens and anything starts: a taken port stops the start (exit 2).
+    listener = HttpListener(options.host, options.port, backlog=limits.backlog)
+    try:
+        return _serve(options, evals, limits, listener)
+    finally:
+        listener.close()  # uvicorn closes them at its shutdown; this covers a refused start
+
+
+def _serve(
+    options: ServeOptions, evals: Evals, limits: ConnectionLimits, listener: HttpListener
+) -> int:
     app = build_service(options, evals, grpc_connections=limits.grpc)
     if not _loopback(options.host) and app.ingest_token is None:
         _log.warning(
@@ -291,12 +313,23 @@ def run_service(options: ServeOptions) -> int:
     )
     judge_checks.start()
     try:
-        _DrainingServer(config, app, options.drain_timeout).run()
+        tls = options.ssl_certfile is not None
+        _DrainingServer(
+            config,
+            app,
+            options.drain_timeout,
+            on_serving=lambda: _log_http_listening(listener, tls=tls),
+        ).run(sockets=listener.sockets)
     finally:
-        # The same hazard at a stop right after the start (a taken port, an early signal):
+        # The same hazard at a stop right after the start (an early signal, a failed start-up):
         # the check's own bound is 20 s a judge, so wait a little and no longer.
         judge_checks.join(timeout=1.0)
     return 0
+
+
+def _log_http_listening(listener: HttpListener, *, tls: bool) -> None:
+    for address in listener.endpoints(tls=tls):
+        log_listening("OTLP/HTTP", f"{address}/v1/traces", health=f"{address}/healthz")
 
 
 def _loopback(host: str) -> bool:
@@ -313,11 +346,25 @@ class _DrainingServer(uvicorn.Server):
     answering (503 to ingest, `draining` on /healthz), and then lets uvicorn shut down. A
     second signal goes straight to uvicorn."""
 
-    def __init__(self, config: uvicorn.Config, app: ServeApp, drain_timeout: float) -> None:
+    def __init__(
+        self,
+        config: uvicorn.Config,
+        app: ServeApp,
+        drain_timeout: float,
+        *,
+        on_serving: Callable[[], None] = lambda: None,
+    ) -> None:
         super().__init__(config)
         self._app = app
         self._drain_timeout = drain_timeout
         self._drainer: threading.Thread | None = None
+        self._on_serving = on_serving
+
+    async def main_loop(self) -> None:
+        # uvicorn enters it once its start-up has run and the port serves: the moment to
+        # say where (its own line is left out when it is handed the sockets).
+        self._on_serving()
+        await super().main_loop()
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         if self._drainer is not None:

@@ -21,7 +21,7 @@ from functools import cached_property
 from typing import Any, TypeVar
 
 from agentscore._memo import RecentValues
-from agentscore.judges.local._json import Record
+from agentscore.judges.local._json import Record, Step
 from agentscore.judges.local._lines import Lines
 from agentscore.judges.local._numbers import Number
 from agentscore.judges.local._numindex import NumberIndex
@@ -215,8 +215,22 @@ class Prepared:
         owner = lines.field_owner[number] if number >= 0 else -1
         if owner < 0:
             return None
-        sentence = lines.field_value[number]
-        keys = lines.objects.field(owner, lines.field_step[number])
+        return self._field(number, owner, lines.field_step[number])
+
+    def field_at(self, at: int) -> str | None:
+        """Sentence `at` as the field and value of its own JSON leaf, in its own record
+        (`result.orders[8].status: processing`, where `field` would quote the first order
+        with that status); None in prose."""
+        lines = self._lines
+        owner = lines.owner_of[at]
+        if owner < 0:
+            return None
+        text = lines.text_of[at]
+        return self._field(text, owner, lines.step_of.get(at, lines.field_step[text]))
+
+    def _field(self, text: int, owner: int, step: Step) -> str:
+        sentence = self._lines.field_value[text]
+        keys = self._lines.objects.field(owner, step)
         return f"{keys}: {sentence}" if keys else sentence
 
 

@@ -95,6 +95,9 @@ class ClaimCheck:
     reason: str
     evidence: str | None
     confidence: float = UNDECIDED
+    # The evidence's own sentence in the context, when it is one line of a record (its
+    # state) rather than the first copy of its text: the quote names that line's field.
+    evidence_at: int | None = None
 
 
 def check_claims(
@@ -117,12 +120,14 @@ def _with_quotes(checks: list[ClaimCheck], context: Prepared) -> list[ClaimCheck
         if check.evidence is None:
             quoted.append(check)
             continue
-        shown = context.field(check.evidence) or check.evidence
+        at = check.evidence_at
+        field = context.field(check.evidence) if at is None else context.field_at(at)
+        shown = field or check.evidence
         shown = shown if len(shown) <= _QUOTE else shown[: _QUOTE - 1] + "…"
         label = "relied on" if check.verdict != "unsure" else "closest sentence"
         reason = f'{check.reason} ({label}: "{shown}").'
         quoted.append(ClaimCheck(check.claim, check.verdict, reason, check.evidence,
-                                 check.confidence))  # fmt: skip
+                                 check.confidence, at))  # fmt: skip
     return quoted
 
 
@@ -139,6 +144,7 @@ class _Alignment:
     place: Place | None = None  # where the best sentence comes from
     record_terms: frozenset[str] = frozenset()  # terms of the best sentence's JSON record
     record: tuple[Parsed, ...] = ()  # the best sentence's JSON record, or the sentence alone
+    record_at: tuple[int, ...] = ()  # where each sentence of `record` is in the context
 
 
 def _check(claim: str, context: Prepared, mode: Mode) -> ClaimCheck:
@@ -174,11 +180,11 @@ def _content_check(
     cased = not _lowered_names(claim, context)
     conflict = _conflict(parsed, alignment, context)
     if conflict is not None:
-        kind, what = conflict
-        decisive = kind in _DECISIVE or _invented_name(kind, parsed, context)
-        computed = kind == "number" and _computed(parsed, alignment, context, derivable)
+        decisive = conflict.kind in _DECISIVE or _invented_name(conflict.kind, parsed, context)
+        computed = conflict.kind == "number" and _computed(parsed, alignment, context, derivable)
         sure = cased and decisive and not computed
-        return _verdict(claim, "no", f"Contradicts the context: {what}", best, _level(sure))
+        why = f"Contradicts the context: {conflict.what}"
+        return _verdict(claim, "no", why, conflict.evidence, _level(sure), conflict.at)
     gap = _gap(parsed, alignment, context)
     if gap is not None:
         # A number the context nowhere holds is a fact it does not give, unless the writer
@@ -230,10 +236,15 @@ def _computed(
 
 
 def _verdict(
-    claim: str, verdict: Verdict, why: str, evidence: Parsed, confidence: float = UNDECIDED
+    claim: str,
+    verdict: Verdict,
+    why: str,
+    evidence: Parsed,
+    confidence: float = UNDECIDED,
+    at: int | None = None,
 ) -> ClaimCheck:
     # The quote of the evidence is added once every claim is checked (see _with_quotes).
-    return ClaimCheck(claim, verdict, why, evidence.text, confidence)
+    return ClaimCheck(claim, verdict, why, evidence.text, confidence, at)
 
 
 def _align(claim: Parsed, context: Prepared) -> _Alignment:
@@ -267,6 +278,7 @@ def _align(claim: Parsed, context: Prepared) -> _Alignment:
         context.place(at),
         record,
         tuple(context.sentence(i) for i in members),
+        members,
     )
 
 
@@ -330,36 +342,50 @@ def _invented_name(kind: str, claim: Parsed, context: Prepared) -> bool:
     return kind == "name" and one_name and len(claim.terms) <= SHORT_CLAIM
 
 
-def _conflict(claim: Parsed, alignment: _Alignment, context: Prepared) -> tuple[str, str] | None:
+@dataclass(frozen=True, slots=True)
+class _Conflict:
+    kind: str  # "state", "missing", "number", ...: which check found it
+    what: str  # what differs, for the reason
+    evidence: Parsed  # the context line that says otherwise, quoted in the reason
+    at: int | None = None  # its sentence, when it is a line of the record, not the best one
+
+
+def _conflict(claim: Parsed, alignment: _Alignment, context: Prepared) -> _Conflict | None:
     best = alignment.best
     if best is None:
         return None
-    # Only a claim that states something's state can conflict with a record's state.
+    # Only a claim that states something's state can conflict with a record's state. Its
+    # evidence is the record's line holding the state ("status: processing"), which is
+    # seldom the line the claim aligned with best (the order's id).
     if states(claim) and _about_same(claim, alignment):
         missing = missing_record(claim, alignment.record)
         if missing is not None:
-            return "missing", missing
+            return _record_conflict("missing", *missing, alignment)
         state = state_conflict(claim, alignment.record)
         if state is not None:
-            return "state", state
+            return _record_conflict("state", *state, alignment)
     # A shared neighbour ("thick atmosphere" / "thin atmosphere") ties an antonym to the same
     # thing even when the rest of the claim adds material the context lacks.
     antonym = _antonym_conflict(claim, best, alignment.best_overlap >= ALIGN_FOR_CONFLICT)
     if antonym is not None:
-        return "antonym", antonym
+        return _Conflict("antonym", antonym, best)
     if alignment.best_overlap < ALIGN_FOR_CONFLICT:
         return None
     found = _number_conflict(claim, alignment, context)
     if found is not None:
-        return "number", found
+        return _Conflict("number", found, best)
     found = _ruled_out(claim, alignment)
     if found is not None:
-        return "bound", found
+        return _Conflict("bound", found, best)
     found = _negation_conflict(claim, best, alignment)
     if found is not None:
-        return "negation", found
+        return _Conflict("negation", found, best)
     found = _name_conflict(claim, best)
-    return None if found is None else ("name", found)
+    return None if found is None else _Conflict("name", found, best)
+
+
+def _record_conflict(kind: str, what: str, line: Parsed, alignment: _Alignment) -> _Conflict:
+    return _Conflict(kind, what, line, alignment.record_at[alignment.record.index(line)])
 
 
 def _about_same(claim: Parsed, alignment: _Alignment) -> bool:

@@ -48,6 +48,9 @@ class Lines:
         self.owner_of = array("q")  # its JSON object, or _PROSE
         # The sentence read just before its first copy (where "It" / "He" is introduced).
         self.before = array("q")
+        # Its step in its object, for the few whose step is not their text's first leaf's
+        # (a text repeated at another list index), to quote that copy as written.
+        self.step_of: dict[int, Step] = {}
         self.item_starts: list[int] = []  # per item, its first sentence
         # Per JSON object with sentences: the first, and a bound past the last.
         self.object_first = array("q")
@@ -99,6 +102,8 @@ class Lines:
                 text_of.append(text)
                 owner_of.append(owner)
                 before.append(last)
+                if owner >= 0 and step != self.field_step[text]:
+                    self.step_of[at] = step
             else:
                 repeats[text] = repeats.get(text, 0) + 1
             last = at
