@@ -418,3 +418,18 @@ def test_a_conversation_id_of_any_text_is_written_safely_everywhere_and_resumed(
     assert "| &lt;b&gt;x&lt;/b&gt;\\|<br>y<br>\ufffd | 0.5 | turn 2 has no answer |" in text
     assert main([*argv, "--fail-under", "1"]) == 1
     assert "resuming: 1 records already scored" in capsys.readouterr().out
+
+
+def test_a_results_line_with_an_unknown_level_is_refused_by_file_and_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = write_jsonl(tmp_path / "conversations.jsonl", [SILENT])
+    out = tmp_path / "results.jsonl"
+    argv = ["eval", str(data), "--scorer", "tests.level_scorers:ANSWERED_EVERY_TURN"]
+    assert main([*argv, "--out", str(out)]) == 0
+    row = json.loads(out.read_text())
+    out.write_text(json.dumps({**row, "level": "galaxy"}) + "\n")
+    capsys.readouterr()
+    assert main([*argv, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"--out {out}:1: the target 'level' is a string \"galaxy\"; expected 'generation'" in err
