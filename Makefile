@@ -40,9 +40,11 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/soak.py
 	$(BIN)/python benchmarks/judge_limits.py
 	$(BIN)/python benchmarks/serve.py
+	$(BIN)/python benchmarks/serve_core.py
 	$(BIN)/python benchmarks/serve_memory.py
 	$(BIN)/python benchmarks/serve_latency.py
 	$(BIN)/python benchmarks/handover.py
+	$(BIN)/python benchmarks/first_submit.py
 	$(BIN)/python benchmarks/wakeup.py
 	$(BIN)/python benchmarks/wakeup.py --load 2
 	$(BIN)/python benchmarks/context_cost.py

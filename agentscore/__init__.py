@@ -15,9 +15,9 @@ from agentscore.evals import Evals, SampledScorer
 from agentscore.messages import Message, ToolCall
 from agentscore.pipeline.runner import Runner, RunnerStats, default_runner
 from agentscore.result import ScoreResult, ScoreStatus
-from agentscore.run import ScorerRun
+from agentscore.run import ConversationRun, ScorerRun, TraceRun, TraceStep, Turn
 from agentscore.spans import ScoringSpanProcessor
-from agentscore.telemetry import Telemetry
+from agentscore.telemetry import SpendBudget, Telemetry
 from agentscore.telemetry.setup import TelemetrySetup, setup_telemetry
 from agentscore.tools import Tool, tool
 from agentscore.usage import Price
@@ -26,6 +26,7 @@ __all__ = [
     "Agent",
     "AgentResult",
     "AgentScoreError",
+    "ConversationRun",
     "Evals",
     "JudgeError",
     "JudgeOutputError",
@@ -38,10 +39,14 @@ __all__ = [
     "ScoreStatus",
     "ScorerRun",
     "ScoringSpanProcessor",
+    "SpendBudget",
     "Telemetry",
     "TelemetrySetup",
     "Tool",
     "ToolCall",
+    "TraceRun",
+    "TraceStep",
+    "Turn",
     "UnreadableMessageError",
     "default_runner",
     "setup_telemetry",

@@ -54,8 +54,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         dest="scorer",
         default="faithfulness,hallucination",
         help="comma-separated scorers: built-in names (faithfulness, hallucination, "
-        "answer_relevancy, context_relevance, completeness (an LLM --judge)) and your own "
-        "as MODULE:ATTR (an Evals, a list of scorers or one), of any level",
+        "answer_relevancy, context_relevance, completeness (an LLM --judge); traces: "
+        "tool_efficiency, task_completion; conversations: knowledge_retention, "
+        "conversation_completeness) and your own as MODULE:ATTR (an Evals, a list of "
+        "scorers or one), of any level",
     )
     evaluate.add_argument("--judge", default="local", help="'local' or a judge model name")
     evaluate.add_argument("--concurrency", type=int, default=8)
@@ -99,6 +101,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         type=_price,
         metavar="IN,OUT",
         help="dollars per million input and output tokens, for the cost in the markdown report",
+    )
+    evaluate.add_argument(
+        "--estimate",
+        action="store_true",
+        help="print the judge requests, input and output tokens and cost the run would "
+        "spend (cost from --judge-price or AGENTSCORE_JUDGE_PRICES), and send nothing",
     )
     evaluate.add_argument(
         "--max-consecutive-failures",
@@ -194,6 +202,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             judge_price=args.judge_price,
             max_consecutive_failures=args.max_consecutive_failures,
             progress_every=args.progress_every,
+            estimate=args.estimate,
         )
     )
 

@@ -21,7 +21,7 @@ from agentscore.adapters import coerce_messages
 from agentscore.errors import ConfigurationError, UnreadableMessageError
 from agentscore.judges.check import CHECK_TIMEOUT, JudgeCheck, check_judges
 from agentscore.messages import Message, Role
-from agentscore.pipeline.choose import accepts, accepts_async, sampled_scorers
+from agentscore.pipeline.choose import accepts, accepts_async, affordable, sampled_scorers
 from agentscore.pipeline.generation import Generation
 from agentscore.pipeline.runner import JobRunner, ScoreJob, ScoreSink, default_runner
 from agentscore.run import ScorerRun
@@ -54,7 +54,9 @@ class Evals:
     nothing); `filter` is then asked about each sampled run and can veto it, so it never
     runs on traffic that sampling skips. Results go to `on_score` (on the background loop)
     and to the agent's `scores`. `runner` defaults to the process-wide runner; `telemetry`
-    (where evaluation spans and records go) to the global providers.
+    (where evaluation spans and records go) to the global providers. A spend budget is set
+    on the telemetry (`Telemetry(prices=..., spend=SpendBudget(per_day=...))`): it caps what
+    every placement using that telemetry spends, together.
     """
 
     scorers: Sequence[Scorer | SampledScorer] = ()
@@ -259,8 +261,12 @@ class Evals:
         on_result: ScoreSink | None,
         read: Callable[[], ScorerRun] | None = None,
     ) -> bool:
-        runner = self.runner or default_runner()
         job_telemetry = self._telemetry(telemetry)
+        spend, prices = job_telemetry.spend, job_telemetry.prices
+        chosen = affordable(chosen, spend, prices, job_telemetry.ledger, run.agent_name)
+        if not chosen:
+            return False
+        runner = self.runner or default_runner()
         sink = on_result or self.on_score
         # A job per scorer; its LLM scorers on the same judge share one judge request.
         shared = Generation.of(chosen).shared

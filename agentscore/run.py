@@ -147,12 +147,17 @@ class TraceRun(ScorerRun):
 
     @classmethod
     def of(cls, run: ScorerRun) -> TraceRun:
-        """`run` as a trace: itself when it is one, else the trajectory its messages tell
-        (each model turn, each tool call with its result) under the run's own ids."""
+        """`run` as a trace: itself when it is one, else the trajectory its output tells
+        (each model turn, each tool call with its result) under the run's own ids. Earlier
+        turns in a generation's input history are other runs' steps, not this one's; a
+        conversation's trajectory is every turn's."""
         if isinstance(run, TraceRun):
             return run
         fields = {name: getattr(run, name) for name in ScorerRun.model_fields}
-        return cls.unchecked(**fields, steps=steps_from_messages([*run.input, *run.output]))
+        if isinstance(run, ConversationRun):
+            done = [message for turn in run.turns for message in turn.output]
+            return cls.unchecked(**fields, steps=steps_from_messages(done))
+        return cls.unchecked(**fields, steps=steps_from_messages(run.output))
 
 
 class Turn(BaseModel):

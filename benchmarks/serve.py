@@ -92,10 +92,15 @@ class Service:
 
 @contextmanager
 def service(
-    tmp: Path, receiver_url: str, env: dict[str, str], *args: str, niceness: int = 0
+    tmp: Path,
+    receiver_url: str,
+    env: dict[str, str],
+    *args: str,
+    niceness: int = 0,
+    cpus: set[int] | None = None,
 ) -> Iterator[Service]:
     """`agentscore serve` with `args`, started `niceness` lower in priority (as `nice -n`
-    does: every thread of it)."""
+    does: every thread of it), on `cpus` only when given (as `taskset` does)."""
     port, grpc_port = free_port(), free_port()
     environment = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     # The benchmark's own path first; a PYTHONPATH given to the benchmark (another tree's
@@ -107,14 +112,18 @@ def service(
     command += ["--grpc-port", str(grpc_port), *args]
 
     def lower_priority() -> None:
-        os.nice(niceness)
+        if niceness:
+            os.nice(niceness)
+        if cpus is not None:
+            os.sched_setaffinity(0, cpus)
 
     process = subprocess.Popen(
         command,
         env=environment,
         cwd=tmp,
+        stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        preexec_fn=lower_priority if niceness else None,
+        preexec_fn=lower_priority if niceness or cpus is not None else None,
     )
     url = f"http://127.0.0.1:{port}"
     try:

@@ -28,6 +28,7 @@ class Collector:
     status: int = 200
     # Paths answered with their own status (a backend without a logs endpoint: 404).
     statuses: dict[str, int] = field(default_factory=dict)
+    reply: bytes = b"{}"
 
 
 @contextmanager
@@ -41,7 +42,7 @@ def http_collector() -> Iterator[Collector]:
             self.send_response(collector.statuses.get(self.path, collector.status))
             self.send_header("Content-Type", "application/json")
             self.end_headers()
-            self.wfile.write(b"{}")
+            self.wfile.write(collector.reply)
 
         def log_message(self, format: str, *args: object) -> None:
             pass

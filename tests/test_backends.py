@@ -6,6 +6,7 @@ import base64
 import json
 from typing import Any
 
+import anyio
 import pytest
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
@@ -52,13 +53,38 @@ RESULT = ScoreResult(
 )
 
 
-async def test_phoenix_annotation_on_the_agent_span() -> None:
+def posted(collector: Collector, endpoint: str) -> list[list[Any]]:
+    """The list each POST to `endpoint` carried, in the order they came."""
+    lists: list[list[Any]] = []
+    for request in list(collector.received):
+        if request.path == endpoint:
+            body = request.json()
+            lists.append(body["batch"] if "batch" in body else body["data"])
+    return lists
+
+
+def only(collector: Collector, endpoint: str) -> Any:
+    [[item]] = posted(collector, endpoint)
+    return item
+
+
+async def delivered(sink: PhoenixAnnotations | LangfuseScores, *results: ScoreResult) -> None:
+    """Hand `results` to `sink` as the runner does, then wait until it has posted them."""
+    for result in results:
+        await sink(result)
+    assert await anyio.to_thread.run_sync(sink.flush, 30)
+
+
+async def test_phoenix_annotation_on_the_agent_span_and_on_its_trace() -> None:
     with http_collector() as collector:
-        await PhoenixAnnotations(collector.url, api_key="px-secret-key")(RESULT)
-    [request] = collector.received
-    assert request.path == "/v1/span_annotations"
-    assert request.headers["Authorization"] == "Bearer px-secret-key"
-    [annotation] = request.json()["data"]
+        await delivered(PhoenixAnnotations(collector.url, api_key="px-secret-key"), RESULT)
+    assert {request.path for request in collector.received} == {
+        "/v1/span_annotations",
+        "/v1/trace_annotations",
+    }
+    for request in collector.received:
+        assert request.headers["Authorization"] == "Bearer px-secret-key"
+    annotation = only(collector, "/v1/span_annotations")
     assert annotation["span_id"] == RESULT.span_id
     assert annotation["name"] == "hallucination"
     assert annotation["annotator_kind"] == "LLM"
@@ -67,9 +93,21 @@ async def test_phoenix_annotation_on_the_agent_span() -> None:
         "label": "pass",
         "explanation": "2 claims: 1 supported, 0 contradicted, 1 unverifiable",
     }
+    # The trace annotation: what Phoenix's trace list shows, whatever span is the root.
+    on_trace = only(collector, "/v1/trace_annotations")
+    assert on_trace["trace_id"] == RESULT.trace_id
+    assert on_trace["name"] == "hallucination"
+    assert on_trace["annotator_kind"] == "LLM"
+    assert on_trace["identifier"] == "agentscore"
+    assert on_trace["result"] == annotation["result"]
+    assert on_trace["metadata"] == {
+        "status": "scored",
+        "judge_model": "local",
+        "span_id": RESULT.span_id,
+    }
 
 
-async def test_langfuse_score_with_basic_auth_and_opt_in_content() -> None:
+async def test_langfuse_scores_on_the_observation_and_the_trace_with_basic_auth() -> None:
     with http_collector() as collector:
         sink = LangfuseScores(
             collector.url,
@@ -77,25 +115,37 @@ async def test_langfuse_score_with_basic_auth_and_opt_in_content() -> None:
             secret_key="sk-lf-secret",
             telemetry=Telemetry(capture_content=True),
         )
-        await sink(RESULT)
+        await delivered(sink, RESULT)
     [request] = collector.received
-    assert request.path == "/api/public/scores"
+    assert request.path == "/api/public/ingestion"
     assert request.headers["Authorization"] == "Basic " + base64.b64encode(
         b"pk-lf:sk-lf-secret"
     ).decode("ascii")
-    body = request.json()
-    assert body["traceId"] == RESULT.trace_id
-    assert body["observationId"] == RESULT.span_id
-    assert body["value"] == 0.5
-    assert body["dataType"] == "NUMERIC"
-    assert body["comment"] == RESULT.reason
+    on_observation, on_trace = request.json()["batch"]
+    for event in (on_observation, on_trace):
+        assert event["type"] == "score-create"
+        assert len(event["id"]) == 32 and event["timestamp"]
+        body = event["body"]
+        assert body["traceId"] == RESULT.trace_id
+        assert body["name"] == "hallucination"
+        assert body["value"] == 0.5
+        assert body["dataType"] == "NUMERIC"
+        assert body["comment"] == RESULT.reason
+    assert on_observation["id"] != on_trace["id"]
+    assert on_observation["body"]["observationId"] == RESULT.span_id
+    assert on_observation["body"]["id"] == "agentscore-run-1-hallucination"
+    # A trace score has no observation; its id is the trace's, so a later post replaces it.
+    assert "observationId" not in on_trace["body"]
+    assert on_trace["body"]["id"] == f"agentscore-trace-{RESULT.trace_id}-hallucination"
 
 
 async def test_failures_are_logged_never_raised(capsys: pytest.CaptureFixture[str]) -> None:
     with http_collector() as collector:
         collector.status = 500
-        await LangfuseScores(collector.url, public_key="pk", secret_key="sk-lf-hidden")(RESULT)
-    await PhoenixAnnotations("http://127.0.0.1:9", timeout=2)(RESULT)  # nothing listens there
+        await delivered(
+            LangfuseScores(collector.url, public_key="pk", secret_key="sk-lf-hidden"), RESULT
+        )
+    await delivered(PhoenixAnnotations("http://127.0.0.1:9", timeout=2), RESULT)  # no listener
     out = capsys.readouterr().out
     assert "score_backend_rejected" in out and "status=500" in out
     assert "score_backend_unreachable" in out
@@ -112,8 +162,8 @@ async def test_results_without_a_trace_or_a_score_are_skipped() -> None:
     )
     untraced = RESULT.model_copy(update={"span_id": None, "trace_id": None})
     with http_collector() as collector:
-        await LangfuseScores(collector.url, public_key="p", secret_key="s")(failed)
-        await PhoenixAnnotations(collector.url)(untraced)
+        await delivered(LangfuseScores(collector.url, public_key="p", secret_key="s"), failed)
+        await delivered(PhoenixAnnotations(collector.url), untraced)
     assert collector.received == []
 
 
@@ -131,30 +181,34 @@ NO_CLAIMS = RESULT.model_copy(
 
 async def test_a_run_with_no_claims_posts_its_label_and_no_score() -> None:
     with http_collector() as collector:
-        await PhoenixAnnotations(collector.url)(NO_CLAIMS)
-        await LangfuseScores(collector.url, public_key="p", secret_key="s")(NO_CLAIMS)
-    phoenix, langfuse = collector.received
-    [annotation] = phoenix.json()["data"]
-    assert annotation["result"] == {"label": "no_claims", "explanation": "no claims to check"}
-    body = langfuse.json()
+        await delivered(PhoenixAnnotations(collector.url), NO_CLAIMS)
+        await delivered(LangfuseScores(collector.url, public_key="p", secret_key="s"), NO_CLAIMS)
+    expected = {"label": "no_claims", "explanation": "no claims to check"}
+    assert only(collector, "/v1/span_annotations")["result"] == expected
+    assert only(collector, "/v1/trace_annotations")["result"] == expected
+    [events] = posted(collector, "/api/public/ingestion")
     # A category, which Langfuse does not average with the numeric scores of the same name.
-    assert (body["dataType"], body["value"]) == ("CATEGORICAL", "no_claims")
+    for event in events:
+        assert (event["body"]["dataType"], event["body"]["value"]) == ("CATEGORICAL", "no_claims")
 
 
 async def test_content_switch_off_keeps_claims_out_of_the_annotation() -> None:
     with http_collector() as collector:
-        await PhoenixAnnotations(collector.url, telemetry=Telemetry(capture_content=False))(RESULT)
-    [annotation] = collector.received[0].json()["data"]
+        sink = PhoenixAnnotations(collector.url, telemetry=Telemetry(capture_content=False))
+        await delivered(sink, RESULT)
+    annotation = only(collector, "/v1/span_annotations")
     assert annotation["metadata"] == {"status": "scored", "judge_model": "local"}
-    assert "Members" not in json.dumps(annotation)
+    assert "Members" not in json.dumps([request.json() for request in collector.received])
 
 
 async def test_content_switch_on_sends_the_reason_and_every_claim() -> None:
     with http_collector() as collector:
-        await PhoenixAnnotations(collector.url, telemetry=Telemetry(capture_content=True))(RESULT)
-    [annotation] = collector.received[0].json()["data"]
-    assert annotation["result"]["explanation"] == RESULT.reason
-    assert annotation["metadata"]["claims"] == RESULT.analyze_step_result["verdicts"]
+        sink = PhoenixAnnotations(collector.url, telemetry=Telemetry(capture_content=True))
+        await delivered(sink, RESULT)
+    for endpoint in ("/v1/span_annotations", "/v1/trace_annotations"):
+        annotation = only(collector, endpoint)
+        assert annotation["result"]["explanation"] == RESULT.reason
+        assert annotation["metadata"]["claims"] == RESULT.analyze_step_result["verdicts"]
 
 
 def traced_agent(
@@ -222,7 +276,9 @@ def test_the_agents_content_switch_governs_the_span_and_the_annotation() -> None
             agent.generate_sync("Where is order 42?")
             assert agent.flush(timeout=30)
         [result] = agent.scores
-        [annotation] = collector.received[0].json()["data"]
+        # agent.flush() waited for the sink's batched posts too.
+        annotation = only(collector, "/v1/span_annotations")
+        assert only(collector, "/v1/trace_annotations")["result"] == annotation["result"]
         attributes = evaluation_span_attributes(spans)
         if capture:
             claims = json.loads(attributes["agentscore.protocol"])
@@ -303,7 +359,7 @@ def test_a_run_not_judged_carries_no_score_on_span_log_record_annotation_or_metr
     assert "gen_ai.evaluation.score.value" not in log_attributes
     assert log_attributes["gen_ai.evaluation.score.label"] == status.value
     assert log_attributes["gen_ai.evaluation.explanation"] == explanation
-    [annotation] = collector.received[0].json()["data"]
+    annotation = only(collector, "/v1/span_annotations")
     assert "score" not in annotation["result"]
     assert annotation["result"]["label"] == status.value
     assert histogram_points(metrics) == 0
@@ -322,10 +378,12 @@ async def test_a_run_with_no_context_posts_its_label_and_no_score_to_langfuse() 
         }
     )
     with http_collector() as collector:
-        await LangfuseScores(collector.url, public_key="p", secret_key="s")(no_context)
-    body = collector.received[0].json()
-    assert (body["dataType"], body["value"]) == ("CATEGORICAL", "no_context")
-    assert body["comment"] == "no context to check the output against"
+        await delivered(LangfuseScores(collector.url, public_key="p", secret_key="s"), no_context)
+    [events] = posted(collector, "/api/public/ingestion")
+    for event in events:
+        body = event["body"]
+        assert (body["dataType"], body["value"]) == ("CATEGORICAL", "no_context")
+        assert body["comment"] == "no context to check the output against"
 
 
 def test_a_scored_run_reaches_the_score_histogram() -> None:
@@ -347,7 +405,7 @@ def test_the_trace_root_is_annotated_as_well() -> None:
             result = agent.generate_sync("Where is order 42?")
         assert agent.flush(timeout=30)
     root_id = f"{root.get_span_context().span_id:016x}"
-    annotations = collector.received[0].json()["data"]
+    [annotations] = posted(collector, "/v1/span_annotations")
     assert [a["span_id"] for a in annotations] == [result.span_id, root_id]
     assert annotations[0]["result"] == annotations[1]["result"]
     assert annotations[0]["result"]["label"] == "pass"
@@ -358,5 +416,5 @@ def test_an_agent_span_that_is_its_own_root_is_annotated_once() -> None:
         agent, _, _, _, _ = traced_agent(agent_endpoint(), collector, capture_content=False)
         result = agent.generate_sync("Where is order 42?")
         assert agent.flush(timeout=30)
-    annotations = collector.received[0].json()["data"]
+    [annotations] = posted(collector, "/v1/span_annotations")
     assert [a["span_id"] for a in annotations] == [result.span_id]

@@ -433,3 +433,32 @@ def test_a_results_line_with_an_unknown_level_is_refused_by_file_and_line(
     assert main([*argv, "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert f"--out {out}:1: the target 'level' is a string \"galaxy\"; expected 'generation'" in err
+
+
+def test_built_in_trace_and_conversation_scorers_are_chosen_by_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    looping = {
+        "id": "looping",
+        "turns": [
+            tool_turn("Where is order 42?", ["c1"], "Order 42 has shipped."),
+            tool_turn("Really?", ["c2", "c3", "c4"], "Yes, it has shipped."),
+        ],
+    }
+    data = write_jsonl(tmp_path / "conversations.jsonl", [looping])
+    out = tmp_path / "results.jsonl"
+    assert main(["eval", str(data), "--scorer", "tool_efficiency", "--out", str(out)]) == 0
+    rows = rows_of(out)
+    assert sorted(rows) == ["looping/turn-1", "looping/turn-2"]  # no conversation scorer
+    efficiency = {i: row["scores"]["tool_efficiency"] for i, row in rows.items()}
+    assert efficiency["looping/turn-1"]["passed"] is True
+    # The turn's own three calls, not the first turn's fourth.
+    assert efficiency["looping/turn-2"]["passed"] is False
+    assert (
+        "lookup_order called 3 times with the same arguments"
+        in (efficiency["looping/turn-2"]["reason"])
+    )
+
+    capsys.readouterr()
+    assert main(["eval", str(data), "--scorer", "knowledge_retention"]) == 2
+    assert "knowledge retention needs an LLM judge" in capsys.readouterr().err

@@ -9,6 +9,7 @@ import base64
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import anyio
 import pytest
 
 from agentscore._wire.http import http_module
@@ -86,10 +87,13 @@ async def test_the_phoenix_sink_does_not_follow_a_redirect(
     status: int, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with redirected(status) as (first, elsewhere):
-        await PhoenixAnnotations(first.url.removesuffix("/v1"), api_key=PHOENIX_KEY)(RESULT)
+        sink = PhoenixAnnotations(first.url.removesuffix("/v1"), api_key=PHOENIX_KEY)
+        await sink(RESULT)
+        assert await anyio.to_thread.run_sync(sink.flush, 30)
     assert received(elsewhere) == []
-    assert first.paths == ["/v1/span_annotations"]
-    assert received(first)[0]["authorization"] == f"Bearer {PHOENIX_KEY}"
+    assert sorted(first.paths) == ["/v1/span_annotations", "/v1/trace_annotations"]
+    for headers in received(first):
+        assert headers["authorization"] == f"Bearer {PHOENIX_KEY}"
     out = capsys.readouterr().out
     assert "score_backend_rejected" in out and f"status={status}" in out
     assert PHOENIX_KEY not in out
@@ -104,8 +108,9 @@ async def test_the_langfuse_sink_does_not_follow_a_redirect(
             first.url.removesuffix("/v1"), public_key="pk-lf", secret_key=LANGFUSE_SECRET
         )
         await sink(RESULT)
+        assert await anyio.to_thread.run_sync(sink.flush, 30)
     assert received(elsewhere) == []
-    assert first.paths == ["/api/public/scores"]
+    assert first.paths == ["/api/public/ingestion"]
     basic = base64.b64encode(f"pk-lf:{LANGFUSE_SECRET}".encode()).decode()
     assert received(first)[0]["authorization"] == f"Basic {basic}"
     out = capsys.readouterr().out

@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 import agentscore.scorers
 from agentscore.errors import ConfigurationError
+from agentscore.judges import OpenAIJudge
 from agentscore.judges.base import JudgeReply, JudgeRequest
 from agentscore.run import ScorerRun
 from agentscore.scorers import (
@@ -24,14 +25,20 @@ from agentscore.scorers import (
     create_completeness_scorer,
     create_contains_scorer,
     create_context_relevance_scorer,
+    create_conversation_completeness_scorer,
     create_faithfulness_scorer,
     create_hallucination_scorer,
     create_json_schema_scorer,
+    create_knowledge_retention_scorer,
     create_regex_scorer,
     create_rubric_scorer,
     create_scorer,
+    create_task_completion_scorer,
     create_tool_call_accuracy_scorer,
+    create_tool_efficiency_scorer,
+    create_trajectory_scorer,
 )
+from agentscore.testing import ScriptedEndpoint, ScriptedReply, chat_completion
 from tests.new_scorers import llm_judge, lookup_order
 
 pytestmark = pytest.mark.anyio
@@ -63,6 +70,38 @@ RUN = ScorerRun(
     ],
 )
 
+# The replies of the trace and conversation scorers' judge to RUN (one turn; its steps: the
+# model's call, the lookup_order result, the answer): every goal, fact and request kept.
+RUN_REPLIES: dict[str, dict[str, Any]] = {
+    "goals": {"goals": [{"goal": "where 1042 is", "verdict": "yes", "steps": [2], "reason": "r"}]},
+    "answers": {
+        "facts": [{"turn": 1, "fact": "Order 1042 shipped with UPS."}],
+        "answers": [{"turn": 1, "verdict": "keeps", "facts": [], "reason": "r"}],
+    },
+    "requests": {
+        "requests": [
+            {
+                "request": "where 1042 is",
+                "turn": 1,
+                "verdict": "yes",
+                "satisfied_in": 1,
+                "reason": "r",
+            }
+        ]
+    },
+}
+
+
+def _run_reply(body: dict[str, Any]) -> ScriptedReply:
+    schema = body["response_format"]["json_schema"]["schema"]
+    return chat_completion(next(v for k, v in RUN_REPLIES.items() if k in schema["properties"]))
+
+
+def run_judge() -> OpenAIJudge:
+    endpoint = ScriptedEndpoint(_run_reply)
+    return OpenAIJudge("judge-model", client=endpoint.client(max_retries=0), use_cache=False)
+
+
 # Each factory with the arguments that are its own; the shared options come as keywords.
 FACTORIES: dict[str, Callable[..., Scorer]] = {
     "create_faithfulness_scorer": lambda **options: create_faithfulness_scorer("local", **options),
@@ -89,6 +128,21 @@ FACTORIES: dict[str, Callable[..., Scorer]] = {
         {"type": "object"}, **options
     ),
     "create_contains_scorer": lambda **options: create_contains_scorer(["1042", "UPS"], **options),
+    "create_trajectory_scorer": lambda **options: create_trajectory_scorer(
+        ["lookup_order"], **options
+    ),
+    "create_tool_efficiency_scorer": lambda **options: create_tool_efficiency_scorer(
+        max_steps=1, **options
+    ),
+    "create_task_completion_scorer": lambda **options: create_task_completion_scorer(
+        run_judge(), **options
+    ),
+    "create_knowledge_retention_scorer": lambda **options: create_knowledge_retention_scorer(
+        run_judge(), **options
+    ),
+    "create_conversation_completeness_scorer": lambda **options: (
+        create_conversation_completeness_scorer(run_judge(), **options)
+    ),
 }
 # The factories whose run of RUN asks the judge.
 ASKING = [
@@ -98,6 +152,9 @@ ASKING = [
     "create_context_relevance_scorer",
     "create_completeness_scorer",
     "create_rubric_scorer",
+    "create_task_completion_scorer",
+    "create_knowledge_retention_scorer",
+    "create_conversation_completeness_scorer",
 ]
 
 

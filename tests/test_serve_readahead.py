@@ -3,7 +3,7 @@ job handed out once, oldest first, with none left behind."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +27,11 @@ def queued(queue: SqliteQueue, first: int, count: int) -> list[JobKey]:
 class CountingQueue(SqliteQueue):
     reads = 0
 
-    def due_jobs(self, limit: int, exclude: set[JobKey]) -> list[Job]:
+    def due_jobs(
+        self, limit: int, exclude: set[JobKey], scorers: Collection[str] | None = None
+    ) -> list[Job]:
         self.reads += 1
-        return super().due_jobs(limit, exclude)
+        return super().due_jobs(limit, exclude, scorers)
 
 
 def no_sharing(jobs: Sequence[Job]) -> dict[str, Any]:

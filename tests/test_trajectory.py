@@ -139,3 +139,19 @@ def test_a_generation_adds_only_its_own_exchange_to_its_conversation() -> None:
     assert [m.content for m in turn.input] == ["Who am I?"]
     assert [m.content for m in turn.output] == ["Ada."]
     assert (turn.run_id, turn.trace_id) == (run.run_id, run.trace_id)
+
+
+def test_a_generations_trajectory_leaves_out_the_earlier_turns_in_its_history() -> None:
+    login = {"id": "c0", "type": "function", "function": {"name": "login", "arguments": "{}"}}
+    earlier_call = {"role": "assistant", "content": None, "tool_calls": [login]}
+    run = ScorerRun(
+        input=[
+            {"role": "user", "content": "Log me in."},
+            earlier_call,
+            {"role": "tool", "tool_call_id": "c0", "content": "ok"},
+            {"role": "assistant", "content": "Done."},
+            {"role": "user", "content": "Thanks, bye."},
+        ],
+        output="Bye!",
+    )
+    assert [(s.kind, s.result) for s in TraceRun.of(run).steps] == [("llm", "Bye!")]

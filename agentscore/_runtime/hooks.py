@@ -24,13 +24,16 @@ __all__ = [
     "drain",
     "exit_deadline",
     "exit_flush_timeout",
+    "flush_buffers",
     "on_drain",
+    "on_flush",
 ]
 
 _log = structlog.get_logger("agentscore._runtime")
 _after_fork: list[Callable[[], None]] = []
 _at_exit: list[Callable[[], None]] = []
 _drains: list[Callable[[float], bool]] = []
+_flushes: list[Callable[[float | None], bool]] = []
 EXIT_TIMEOUT_ENV = "AGENTSCORE_EXIT_FLUSH_TIMEOUT"
 _DEFAULT_EXIT_TIMEOUT = 5.0
 _exit_deadline: float | None = None
@@ -60,6 +63,24 @@ def drain(timeout: float) -> bool:
     finished = True
     for wait in list(_drains):
         finished = wait(max(0.0, deadline - time.monotonic())) and finished
+    return finished
+
+
+def on_flush(flush: Callable[[float | None], bool]) -> None:
+    """Register `flush(timeout)`: sends what was delivered and is still buffered (the batched
+    posts of a score sink) and says whether it all went within `timeout` (None: no limit). A
+    runner's `flush` calls `flush_buffers` once its jobs are done, so that what they
+    delivered has left the process too, whichever layer buffers it."""
+    _flushes.append(flush)
+
+
+def flush_buffers(timeout: float | None) -> bool:
+    """Flush every registered buffer, sharing one deadline."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    finished = True
+    for flush in list(_flushes):
+        left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        finished = flush(left) and finished
     return finished
 
 

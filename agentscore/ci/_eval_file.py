@@ -19,7 +19,12 @@ from agentscore import errors
 from agentscore.ci._eval_failures import Breaker, FailureTally, JudgeKeepsFailing
 from agentscore.ci._eval_progress import Progress
 from agentscore.ci._eval_records import missing_in_records, read_record_targets
-from agentscore.ci._eval_scorers import NAMED, choose_scorers, unknown_names
+from agentscore.ci._eval_scorers import (
+    NAMED,
+    choose_scorers,
+    estimated_scorers,
+    unknown_names,
+)
 from agentscore.ci._eval_targets import LEVELS, EvalTarget, levels_of
 from agentscore.ci._failing import due, failing_claims
 from agentscore.ci._jsonl import dump_line
@@ -64,6 +69,8 @@ class EvalOptions:
     judge_price: tuple[float, float] | None = None
     max_consecutive_failures: int = 20
     progress_every: float = 5.0
+    # Print the judge requests, tokens and cost the run would spend, and send nothing.
+    estimate: bool = False
 
 
 def run_eval_file(options: EvalOptions) -> int:
@@ -124,6 +131,15 @@ def run_eval_file(options: EvalOptions) -> int:
     if len(todo) < len(targets):
         print(f"resuming: {len(targets) - len(todo)} records already scored in {options.out}")
 
+    if options.estimate:
+        from agentscore.ci._eval_estimate import print_estimate
+
+        return print_estimate(
+            [target.runs for target in todo],
+            options.judge,
+            lambda judge: estimated_scorers(options.scorers, judge, options.thresholds),
+            options.judge_price,
+        )
     state = _RunState(
         todo=todo,
         output=_Output(Path(options.out) if options.out else None),
@@ -284,8 +300,10 @@ def _check_options(options: EvalOptions) -> str | None:
         return f"--fail-under {options.fail_under:g} must lie in [0, 1] (a pass rate)"
     if not 0 <= options.max_skip_rate <= 1:
         return f"--max-skip-rate {options.max_skip_rate:g} must lie in [0, 1]"
-    if options.judge != "local" and not (
-        os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL")
+    if (
+        options.judge != "local"
+        and not options.estimate  # an estimate sends nothing
+        and not (os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"))
     ):
         return (
             f"the judge {options.judge!r} needs OPENAI_API_KEY (or OPENAI_BASE_URL for a local "

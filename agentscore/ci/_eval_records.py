@@ -2,7 +2,7 @@
 
 A run record has `input` and `output` (or `messages`, split after the last user message),
 and optional `id`, `context`, `documents` and `ground_truth`: one generation. Its own
-trajectory (the tool calls and results its messages tell, `TraceRun.of`) is what trace
+trajectory (the tool calls and results its output tells, `TraceRun.of`) is what trace
 scorers judge. A conversation record has `turns`, a list of `{"input": ..., "output": ...}`
 in order (each in any message shape a run takes), and the same optional fields, which hold for
 every turn: conversation scorers judge it whole; generation scorers each turn, with the turns
@@ -152,7 +152,7 @@ def _targets(record: _Record, record_id: str, levels: frozenset[Level]) -> list[
             if record_id == record.id
             else record.run.model_copy(update={"run_id": record_id})
         )
-        runs = _generation_runs(run, run, levels)
+        runs = _generation_runs(run, levels)
         return [EvalTarget(record_id, "generation", runs, record.line)] if runs else []
     targets: list[EvalTarget] = []
     history: list[Message] = []
@@ -166,9 +166,7 @@ def _targets(record: _Record, record_id: str, levels: frozenset[Level]) -> list[
             conversation_id=record_id,
             **record.common,
         )
-        # Only this turn's tool calls: the history's are judged on the turns that made them.
-        own = ScorerRun.unchecked(run_id=turn_id, input=turn.input, output=turn.output)
-        runs = _generation_runs(run, own, levels)
+        runs = _generation_runs(run, levels)
         if runs:
             targets.append(EvalTarget(turn_id, "generation", runs, record.line))
         history += [*turn.input, *turn.output]
@@ -183,15 +181,12 @@ def _targets(record: _Record, record_id: str, levels: frozenset[Level]) -> list[
     return targets
 
 
-def _generation_runs(
-    run: ScorerRun, own: ScorerRun, levels: frozenset[Level]
-) -> dict[Level, ScorerRun]:
-    """What a generation's scorers judge (`run`), and its trace scorers: `run` with the
-    trajectory `own` messages tell."""
+def _generation_runs(run: ScorerRun, levels: frozenset[Level]) -> dict[Level, ScorerRun]:
+    """What a generation's scorers judge (`run`), and its trace scorers: its own trajectory,
+    the steps its output tells (a turn's history holds other turns' steps, judged there)."""
     runs: dict[Level, ScorerRun] = {}
     if "generation" in levels:
         runs["generation"] = run
     if "trace" in levels:
-        fields = {name: getattr(run, name) for name in ScorerRun.model_fields}
-        runs["trace"] = TraceRun.unchecked(**fields, steps=TraceRun.of(own).steps)
+        runs["trace"] = TraceRun.of(run)
     return runs

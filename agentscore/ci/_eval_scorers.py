@@ -8,6 +8,7 @@ comes as it was built there (its own judge and pass line).
 
 from __future__ import annotations
 
+import copy
 import importlib
 import os
 import sys
@@ -17,18 +18,30 @@ from agentscore.context import run_context
 from agentscore.errors import ConfigurationError
 from agentscore.evals import Evals
 from agentscore.judges.base import Judge
-from agentscore.judges.resolve import resolve_judge
+from agentscore.judges.local import LocalJudge
+from agentscore.judges.resolve import JudgeLike, resolve_judge
 from agentscore.scorers import (
     create_answer_relevancy_scorer,
     create_completeness_scorer,
     create_context_relevance_scorer,
+    create_conversation_completeness_scorer,
     create_faithfulness_scorer,
     create_hallucination_scorer,
+    create_knowledge_retention_scorer,
+    create_task_completion_scorer,
+    create_tool_efficiency_scorer,
 )
 from agentscore.scorers.base import Scorer
 from agentscore.scorers.options import ScorerOptions
 
-__all__ = ["NAMED", "choose_scorers", "is_module", "load_scorers", "unknown_names"]
+__all__ = [
+    "NAMED",
+    "choose_scorers",
+    "estimated_scorers",
+    "is_module",
+    "load_scorers",
+    "unknown_names",
+]
 
 # Each built-in scorer by name, from the run's judge and the options `--threshold` gives (none:
 # the factory's own pass line); context is each record's own. A scorer of any level plugs in
@@ -45,6 +58,16 @@ NAMED: dict[str, Callable[[Judge, ScorerOptions], Scorer]] = {
         judge, get_context=run_context, **options
     ),
     "completeness": lambda judge, options: create_completeness_scorer(judge, **options),
+    # Trace and conversation scorers. `trajectory` is not here: its expected steps are the
+    # scorer's own, so it comes from a module (MODULE:ATTR).
+    "tool_efficiency": lambda judge, options: create_tool_efficiency_scorer(**options),
+    "task_completion": lambda judge, options: create_task_completion_scorer(judge, **options),
+    "knowledge_retention": lambda judge, options: create_knowledge_retention_scorer(
+        judge, **options
+    ),
+    "conversation_completeness": lambda judge, options: create_conversation_completeness_scorer(
+        judge, **options
+    ),
 }
 
 
@@ -58,7 +81,7 @@ def unknown_names(entries: Sequence[str]) -> list[str]:
 
 
 def choose_scorers(
-    entries: Sequence[str], judge: str, thresholds: Mapping[str, float]
+    entries: Sequence[str], judge: JudgeLike, thresholds: Mapping[str, float]
 ) -> list[Scorer]:
     """The scorers the entries name, in their order. Raises `ConfigurationError` (a name
     that needs an LLM judge with `--judge local`, a module that cannot be loaded, two scorers
@@ -81,6 +104,27 @@ def choose_scorers(
             "results are kept under its id, so give each its own (id=...)"
         )
     return scorers
+
+
+def estimated_scorers(
+    entries: Sequence[str], judge: Judge, thresholds: Mapping[str, float]
+) -> list[Scorer]:
+    """`choose_scorers` for `--estimate`, whose `judge` keeps the requests it is asked and
+    sends none: a scorer from a module that asks a model of its own asks `judge` instead, so
+    that its requests are counted and none is sent."""
+    scorers = choose_scorers(entries, judge, thresholds)
+    return [
+        scorer
+        if scorer.judge is judge or isinstance(scorer.judge, LocalJudge)
+        else _asking(scorer, judge)
+        for scorer in scorers
+    ]
+
+
+def _asking(scorer: Scorer, judge: Judge) -> Scorer:
+    clone = copy.copy(scorer)
+    clone.judge = judge
+    return clone
 
 
 def load_scorers(spec: str) -> list[Scorer]:

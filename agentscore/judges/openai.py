@@ -273,12 +273,7 @@ class OpenAIJudge:
             try:
                 response = await send_chat(
                     self._client.get(),
-                    {
-                        "model": self._model,
-                        "messages": sent,
-                        "temperature": self._temperature,
-                        **self._format_kwargs(output_type, schema),
-                    },
+                    self._body(sent, output_type, schema),
                     deadline=self._deadline,
                 )
             except BadBody as exc:  # a cut body, a proxy's error page, JSON of another shape
@@ -292,6 +287,27 @@ class OpenAIJudge:
                 output_tokens=response.output_tokens,
             )
             return response
+
+    def request_body(self, request: JudgeRequest[T]) -> dict[str, Any]:
+        """The JSON body the first request for `request` would carry (what `--estimate`
+        counts); nothing is sent."""
+        schema = strict_schema(request.output_type)
+        messages = [
+            {"role": "system", "content": request.system},
+            {"role": "user", "content": request.prompt},
+        ]
+        sent = self._with_schema_hint(messages, schema)
+        return self._body(sent, request.output_type, schema)
+
+    def _body(
+        self, sent: list[dict[str, str]], output_type: type[BaseModel], schema: dict[str, Any]
+    ) -> dict[str, Any]:
+        return {
+            "model": self._model,
+            "messages": sent,
+            "temperature": self._temperature,
+            **self._format_kwargs(output_type, schema),
+        }
 
     def _bad_body(self, what: str) -> JudgeResponseError:
         return JudgeResponseError(redact(f"judge endpoint answered 200 with {what}", self._api_key))

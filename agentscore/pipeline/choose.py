@@ -2,14 +2,16 @@
 
 Sampling is a pure function of the trace id (cheap, decided before any message is read);
 the filter only ever sees runs sampling kept. An unreadable run skips the filter: it must
-surface as a failed result, not vanish. Given a ledger, each decision is counted there, per
-scorer: `sampled_out` here for the scorers sampling skipped, `filtered` for those the
-filter vetoed (agentscore.telemetry.ledger).
+surface as a failed result, not vanish. Last, a spend budget whose window is spent keeps the
+run from the scorers whose judge has a price (`affordable`). Given a ledger, each decision is
+counted there, per scorer: `sampled_out` for the scorers sampling skipped, `filtered` for
+those the filter vetoed, `over_budget` for those the spend budget held back
+(agentscore.telemetry.ledger).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 import structlog
@@ -18,9 +20,18 @@ from agentscore._runtime.callbacks import call_user
 from agentscore.pipeline.sampling import sample_point, sampled
 from agentscore.run import ScorerRun
 from agentscore.scorers.base import Scorer
-from agentscore.telemetry.ledger import FILTERED, SAMPLED_OUT, Ledger
+from agentscore.telemetry.ledger import FILTERED, OVER_BUDGET, SAMPLED_OUT, Ledger
+from agentscore.telemetry.spend import SpendBudget, costs_money
+from agentscore.usage import Price
 
-__all__ = ["RunFilter", "SampledEntry", "accepts", "accepts_async", "sampled_scorers"]
+__all__ = [
+    "RunFilter",
+    "SampledEntry",
+    "accepts",
+    "accepts_async",
+    "affordable",
+    "sampled_scorers",
+]
 
 _log = structlog.get_logger("agentscore.pipeline")
 
@@ -93,3 +104,21 @@ def _vetoed(ledger: Ledger | None, chosen: Sequence[Scorer], run: ScorerRun) -> 
     if ledger is not None:
         ledger.add(FILTERED, (scorer.id for scorer in chosen), run.agent_name)
     return False
+
+
+def affordable(
+    chosen: Sequence[Scorer],
+    spend: SpendBudget | None,
+    prices: Mapping[str, Price],
+    ledger: Ledger | None = None,
+    agent_name: str | None = None,
+) -> list[Scorer]:
+    """The `chosen` scorers the spend budget lets judge a run: all of them while no window's
+    budget is spent, else those whose judge has no price (they cost nothing); the others
+    counted `over_budget` in `ledger`."""
+    if spend is None or not chosen or not spend.reached():
+        return list(chosen)
+    kept = [scorer for scorer in chosen if not costs_money(scorer.judge.model_name, prices)]
+    if ledger is not None and len(kept) < len(chosen):
+        ledger.add(OVER_BUDGET, (s.id for s in chosen if s not in kept), agent_name)
+    return kept

@@ -50,6 +50,8 @@ async def evaluate(
             return priced(result, prices_from_env())
         with scoring_scope(), evaluation_span(telemetry, scorer.id, run) as span:
             result = priced(await scorer.run(run, timeout=timeout, judge=judge), telemetry.prices)
+            if telemetry.spend is not None:  # every attempt's cost: it was spent, final or not
+                telemetry.spend.charge(result.cost)
             give_way()
             final = not (may_retry and result.retryable)
             attributes = record_attempt(span, telemetry, result, final=final, attempt=attempt)

@@ -27,7 +27,13 @@ import structlog
 
 from agentscore._options import check_number
 from agentscore._runtime.courtesy import GIL_SLICE, gil_slice
-from agentscore._runtime.hooks import after_fork_in_child, at_exit, exit_deadline, on_drain
+from agentscore._runtime.hooks import (
+    after_fork_in_child,
+    at_exit,
+    exit_deadline,
+    flush_buffers,
+    on_drain,
+)
 from agentscore._runtime.loop import BackgroundLoop, background_loop
 from agentscore._runtime.workqueue import WorkQueue
 from agentscore.pipeline.deliver import ScoreSink
@@ -201,10 +207,14 @@ class Runner:
             return False
 
     def flush(self, timeout: float | None = None) -> bool:
-        """Wait until no job is queued or running; False if `timeout` (seconds) ran out first."""
+        """Wait until no job is queued or running, and what they delivered to sinks that batch
+        their posts has been sent; False if `timeout` (seconds) ran out first."""
         if self._loop.in_loop_thread() or _in_job.get():
             raise RuntimeError("flush() from the background loop would wait on itself")
-        return self._work.wait_idle(timeout)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        if not self._work.wait_idle(timeout):
+            return False
+        return flush_buffers(None if deadline is None else max(0.0, deadline - time.monotonic()))
 
     async def aflush(self, timeout: float | None = None) -> bool:
         """`flush` for async callers (asyncio or trio): waits in a worker thread."""

@@ -12,31 +12,50 @@ import hashlib
 import json
 from collections.abc import Callable, Sequence
 
-from agentscore.protocol.protocol import ClaimMode, CriterionScores, ItemVerdicts, Verdicts
+from agentscore.protocol.protocol import (
+    ClaimMode,
+    ConversationRequests,
+    CriterionScores,
+    Goals,
+    ItemVerdicts,
+    RetentionVerdicts,
+    Verdict,
+    Verdicts,
+)
 
 __all__ = [
     "CLAIM_RULES",
     "COMPLETENESS_RULES",
     "CONTEXT_RELEVANCE_RULES",
+    "CONVERSATION_COMPLETENESS_RULES",
     "EVALUATOR_SYSTEM",
+    "KNOWLEDGE_RETENTION_RULES",
     "RELEVANCY_RULES",
+    "TASK_COMPLETION_RULES",
     "TOOL_CHOICE_RULES",
     "analyze_prompt",
     "block",
     "completeness_prompt",
     "context_relevance_prompt",
     "context_text",
+    "conversation_completeness_prompt",
     "extract_prompt",
+    "goals_within",
+    "knowledge_retention_prompt",
     "numbered",
     "one_item_per",
     "one_score_per",
     "one_verdict_per_claim",
     "reason_prompt",
     "relevancy_prompt",
+    "requests_within",
+    "retention_per_turn",
     "rubric_prompt",
     "rubric_rules",
     "system_prompt",
+    "task_completion_prompt",
     "tool_choice_prompt",
+    "turns_text",
     "verdict_rules",
     "verify_prompt",
 ]
@@ -300,5 +319,153 @@ def one_score_per(expected: int, points: int) -> Callable[[CriterionScores], Non
         for entry in value.criteria:
             if not 0 <= entry.score <= points:
                 raise ValueError(f"every score must lie in 0..{points}, got {entry.score}")
+
+    return check
+
+
+# --- a whole run, and a conversation -------------------------------------------------------
+
+TASK_COMPLETION_RULES = (
+    "List what the REQUEST asks the agent to get done: each distinct goal, request or "
+    "constraint (a request asking one thing gives one goal). For each, judge from the STEPS "
+    'and the ANSWER whether the run got it done: "yes" if steps did it and the ANSWER '
+    'reports it truthfully; "unsure" if only partly; "no" if no step did it, a step failed '
+    "and nothing recovered, or the ANSWER claims it done when no step did it. Under "
+    '"steps", give the numbers of the STEPS that show it done or failing (empty when none '
+    "does)."
+)
+KNOWLEDGE_RETENTION_RULES = (
+    'Under "facts", list every fact the user or a tool stated in the TURNS (names, numbers, '
+    "dates, preferences, constraints, tool results), each with the number of the turn that "
+    'states it. Under "answers", exactly one entry per turn, in order from turn 1, judging '
+    "that turn's answer against the facts stated in it and in the turns before it: "
+    '"keeps" if it is consistent with them (or needs none); "forgets" if it ignores one it '
+    'needed or asks again for one already given; "contradicts" if it states the opposite of '
+    'one. For "forgets" and "contradicts", list the numbers of those facts (counted from 1 '
+    'in your "facts").'
+)
+CONVERSATION_COMPLETENESS_RULES = (
+    "List every distinct thing the user asked for across the TURNS (each question, request "
+    "or constraint; one asked again counts once, at the turn where it was first asked), with "
+    'the number of that turn. For each: "yes" if the answer of that turn or a later one '
+    'satisfies it fully, "unsure" if only partly, "no" if no answer does; "satisfied_in" is '
+    "the number of the turn whose answer satisfies it (partly, for unsure), null for no. A "
+    "request the user later withdrew or replaced is judged as replaced."
+)
+
+
+def turns_text(turns: Sequence[str]) -> str:
+    """Each turn in a block of its own: a turn's text cannot fake the start of another."""
+    if not turns:
+        return "(no turns)"
+    return "\n".join(block(f"TURN {number}", text) for number, text in enumerate(turns, 1))
+
+
+def task_completion_prompt(request: str, steps: Sequence[str], answer: str) -> str:
+    return "\n\n".join(
+        [
+            TASK_COMPLETION_RULES,
+            'Reply as JSON: {"goals": [{"goal": str, "verdict": "yes"|"no"|"unsure", '
+            '"steps": [int], "reason": str}]}.',
+            block("REQUEST", request),
+            block("STEPS", numbered(steps) or "(no steps)"),
+            block("ANSWER", answer or "(no answer)"),
+        ]
+    )
+
+
+def knowledge_retention_prompt(turns: Sequence[str]) -> str:
+    return "\n\n".join(
+        [
+            KNOWLEDGE_RETENTION_RULES,
+            'Reply as JSON: {"facts": [{"turn": int, "fact": str}], "answers": [{"turn": int, '
+            '"verdict": "keeps"|"forgets"|"contradicts", "facts": [int], "reason": str}]}, '
+            f"exactly {len(turns)} answers.",
+            block("TURNS", turns_text(turns)),
+        ]
+    )
+
+
+def conversation_completeness_prompt(turns: Sequence[str]) -> str:
+    return "\n\n".join(
+        [
+            CONVERSATION_COMPLETENESS_RULES,
+            'Reply as JSON: {"requests": [{"request": str, "turn": int, "verdict": '
+            '"yes"|"no"|"unsure", "satisfied_in": int|null, "reason": str}]}.',
+            block("TURNS", turns_text(turns)),
+        ]
+    )
+
+
+def goals_within(steps: int) -> Callable[[Goals], None]:
+    """A reply check: every step a goal cites is one of the `steps` numbered."""
+
+    def check(value: Goals) -> None:
+        for goal in value.goals:
+            outside = [n for n in goal.steps if not 1 <= n <= steps]
+            if outside:
+                raise ValueError(
+                    f"goal {goal.goal!r} cites steps {outside}: steps are numbered 1 to {steps}"
+                )
+
+    return check
+
+
+def retention_per_turn(turns: int) -> Callable[[RetentionVerdicts], None]:
+    """A reply check: facts stated in turns that exist; one answer per turn, in order; each
+    fact an answer forgets or contradicts listed, and stated no later than that answer."""
+
+    def check(value: RetentionVerdicts) -> None:
+        for fact in value.facts:
+            if not 1 <= fact.turn <= turns:
+                raise ValueError(
+                    f"fact {fact.fact!r} cites turn {fact.turn}: turns are 1 to {turns}"
+                )
+        if [answer.turn for answer in value.answers] != list(range(1, turns + 1)):
+            raise ValueError(
+                f"expected exactly {turns} answers, one per turn in order (turn 1 to {turns}), "
+                f"got turns {[answer.turn for answer in value.answers]}"
+            )
+        for answer in value.answers:
+            if answer.verdict == "keeps":
+                continue
+            if not answer.facts:
+                raise ValueError(f"turn {answer.turn} {answer.verdict} but names no fact")
+            for number in answer.facts:
+                if not 1 <= number <= len(value.facts):
+                    raise ValueError(
+                        f"turn {answer.turn} names fact {number}: facts are 1 to {len(value.facts)}"
+                    )
+                if value.facts[number - 1].turn > answer.turn:
+                    raise ValueError(
+                        f"turn {answer.turn} cannot {answer.verdict.rstrip('s')} fact {number}, "
+                        f"stated later (turn {value.facts[number - 1].turn})"
+                    )
+
+    return check
+
+
+def requests_within(turns: int) -> Callable[[ConversationRequests], None]:
+    """A reply check: each request asked in a turn that exists, and satisfied (when it is)
+    in that turn or a later one."""
+
+    def check(value: ConversationRequests) -> None:
+        for item in value.requests:
+            if not 1 <= item.turn <= turns:
+                raise ValueError(
+                    f"request {item.request!r} cites turn {item.turn}: turns are 1 to {turns}"
+                )
+            where = item.satisfied_in
+            if where is None:
+                if item.verdict is not Verdict.NO:
+                    raise ValueError(
+                        f"request {item.request!r} is {item.verdict.value} but names no "
+                        "satisfied_in turn"
+                    )
+            elif not item.turn <= where <= turns:
+                raise ValueError(
+                    f"request {item.request!r} asked in turn {item.turn} cannot be satisfied "
+                    f"in turn {where}: use a turn from {item.turn} to {turns}"
+                )
 
     return check

@@ -21,21 +21,32 @@ __all__ = [
     "Claims",
     "CompletenessPayload",
     "ContextRelevancePayload",
+    "ConversationCompletenessPayload",
+    "ConversationRequest",
+    "ConversationRequests",
     "CriterionScore",
     "CriterionScores",
     "ExtractPayload",
+    "Goal",
+    "Goals",
     "ItemVerdict",
     "ItemVerdicts",
+    "KnowledgeRetentionPayload",
     "Payload",
     "Reason",
     "ReasonPayload",
     "RelevancyPayload",
     "Requirement",
     "Requirements",
+    "Retention",
+    "RetentionVerdict",
+    "RetentionVerdicts",
     "RubricPayload",
+    "StatedFact",
     "StatementVerdict",
     "StatementVerdicts",
     "Task",
+    "TaskCompletionPayload",
     "ToolChoicePayload",
     "Verdict",
     "VerdictItem",
@@ -58,6 +69,9 @@ class Task(StrEnum):
     RUBRIC = "answer.rubric"
     CONTEXT_RELEVANCE = "context.relevance"
     TOOL_CHOICE = "tools.choice"
+    TASK_COMPLETION = "trace.task_completion"
+    KNOWLEDGE_RETENTION = "conversation.knowledge_retention"
+    CONVERSATION_COMPLETENESS = "conversation.completeness"
     # Several scorers' tasks on one generation in one request (agentscore.scorers.together).
     COMBINED = "combined"
 
@@ -166,6 +180,73 @@ class CriterionScores(BaseModel):
     criteria: list[CriterionScore]
 
 
+class Goal(BaseModel):
+    goal: str = Field(description="One thing the user asked the agent to get done.")
+    verdict: Verdict = Field(description="yes: done; unsure: partly done; no: not done.")
+    steps: list[int] = Field(
+        default_factory=list,
+        description="The numbers of the STEPS that show it done, or show it failing.",
+    )
+    reason: str
+
+
+class Goals(BaseModel):
+    """Reply to `trace.task_completion`: what the user asked for, each done or not, with the
+    steps that show it."""
+
+    goals: list[Goal]
+
+
+Retention = Literal["keeps", "forgets", "contradicts"]
+
+
+class StatedFact(BaseModel):
+    turn: int = Field(description="The number of the TURN that states it.")
+    fact: str = Field(description="One fact the user or a tool stated, in its own words.")
+
+
+class RetentionVerdict(BaseModel):
+    turn: int = Field(description="The number of the TURN whose answer this judges.")
+    verdict: Retention = Field(
+        description="keeps: the answer is consistent with every fact stated so far (or "
+        "needs none); forgets: it ignores or asks again for a fact already stated; "
+        "contradicts: it says the opposite of one."
+    )
+    facts: list[int] = Field(
+        default_factory=list,
+        description="For forgets and contradicts: the numbers (from 1) of the `facts` it "
+        "forgets or contradicts; empty for keeps.",
+    )
+    reason: str
+
+
+class RetentionVerdicts(BaseModel):
+    """Reply to `conversation.knowledge_retention`: the facts stated, and one verdict per
+    turn's answer."""
+
+    facts: list[StatedFact]
+    answers: list[RetentionVerdict]
+
+
+class ConversationRequest(BaseModel):
+    request: str = Field(description="One thing the user asked for, in their own words.")
+    turn: int = Field(description="The number of the TURN where the user asked it.")
+    verdict: Verdict = Field(description="yes: satisfied; unsure: partly; no: never satisfied.")
+    satisfied_in: int | None = Field(
+        default=None,
+        description="The number of the TURN whose answer satisfies it (partly, for unsure); "
+        "null when no answer does.",
+    )
+    reason: str
+
+
+class ConversationRequests(BaseModel):
+    """Reply to `conversation.completeness`: the user's requests across the turns, each
+    satisfied or not."""
+
+    requests: list[ConversationRequest]
+
+
 # --- payloads ------------------------------------------------------------------------------
 
 
@@ -237,6 +318,30 @@ class ToolChoicePayload(_Payload):
     tools: tuple[str, ...]
 
 
+class TaskCompletionPayload(_Payload):
+    """A whole run's trajectory: what the user asked, each step in order (rendered as text,
+    numbered from 1), and the final answer."""
+
+    task: ClassVar[Task] = Task.TASK_COMPLETION
+    request: str
+    steps: tuple[str, ...]
+    answer: str
+
+
+class KnowledgeRetentionPayload(_Payload):
+    """A conversation's turns in order (each rendered as text, numbered from 1)."""
+
+    task: ClassVar[Task] = Task.KNOWLEDGE_RETENTION
+    turns: tuple[str, ...]
+
+
+class ConversationCompletenessPayload(_Payload):
+    """A conversation's turns in order (each rendered as text, numbered from 1)."""
+
+    task: ClassVar[Task] = Task.CONVERSATION_COMPLETENESS
+    turns: tuple[str, ...]
+
+
 Payload = (
     ExtractPayload
     | VerifyPayload
@@ -247,4 +352,7 @@ Payload = (
     | RubricPayload
     | ContextRelevancePayload
     | ToolChoicePayload
+    | TaskCompletionPayload
+    | KnowledgeRetentionPayload
+    | ConversationCompletenessPayload
 )

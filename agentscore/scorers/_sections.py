@@ -1,10 +1,12 @@
-"""The combined judge request of several scorers on one generation, and its split.
+"""The combined judge request of several scorers on one target (a generation, a trace or a
+conversation), and its split.
 
 Each scorer's request (a payload of the judge protocol) becomes a section of one prompt: the
-data blocks (question, answer, each distinct context) appear once, the answer's claims are
-extracted once at the top when any section judges claims, and each section replies under its
-own key. A section is then validated on its own, so a malformed one costs only its scorer a
-repair request (see `repair_request`), never the others their verdicts.
+data blocks (question, answer, each distinct context; a run's request and steps; a
+conversation's turns) appear once, the answer's claims are extracted once at the top when
+any section judges claims, and each section replies under its own key. A section is then
+validated on its own, so a malformed one costs only its scorer a repair request (see
+`repair_request`), never the others their verdicts.
 """
 
 from __future__ import annotations
@@ -22,14 +24,20 @@ from agentscore.protocol.protocol import (
     ClaimVerdicts,
     CompletenessPayload,
     ContextRelevancePayload,
+    ConversationCompletenessPayload,
+    ConversationRequests,
     CriterionScores,
+    Goals,
     ItemVerdicts,
+    KnowledgeRetentionPayload,
     Payload,
     RelevancyPayload,
     Requirements,
+    RetentionVerdicts,
     RubricPayload,
     StatementVerdicts,
     Task,
+    TaskCompletionPayload,
     VerifyPayload,
 )
 
@@ -41,6 +49,9 @@ _BATCHABLE = (
     CompletenessPayload,
     ContextRelevancePayload,
     RubricPayload,
+    TaskCompletionPayload,
+    KnowledgeRetentionPayload,
+    ConversationCompletenessPayload,
 )
 
 
@@ -94,9 +105,15 @@ class Plan:
 
 def plan(requests: Sequence[JudgeRequest[Any]]) -> Plan | None:
     """The combined request of `requests` (all `batchable`), or None when they cannot share
-    one (they judge different answers)."""
+    one (they judge different answers, turns or trajectories)."""
     answers = {p.output for r in requests if isinstance(p := r.payload, _OUTPUT_TYPES)}
-    if len(answers) > 1:
+    turns = {p.turns for r in requests if isinstance(p := r.payload, _TURNS_TYPES)}
+    runs = {
+        (p.request, p.steps, p.answer)
+        for r in requests
+        if isinstance(p := r.payload, TaskCompletionPayload)
+    }
+    if len(answers) > 1 or len(turns) > 1 or len(runs) > 1:
         return None
     data: dict[str, str] = {}
     sections = tuple(
@@ -138,6 +155,7 @@ def repair_request(
 
 
 _OUTPUT_TYPES = (VerifyPayload, RelevancyPayload, CompletenessPayload, RubricPayload)
+_TURNS_TYPES = (KnowledgeRetentionPayload, ConversationCompletenessPayload)
 
 
 def _section(key: str, payload: Payload | None, data: dict[str, str]) -> _Section:
@@ -210,6 +228,41 @@ def _section(key: str, payload: Payload | None, data: dict[str, str]) -> _Sectio
         return _Section(
             key, payload, CriterionScores, text, (question, answer, criteria), described
         )
+    if isinstance(payload, TaskCompletionPayload):
+        request = use("REQUEST", payload.request)
+        steps = use("STEPS", prompts.numbered(payload.steps) or "(no steps)")
+        answer = use("ANSWER", payload.answer or "(no answer)")
+        text = (
+            prompts.TASK_COMPLETION_RULES.replace("REQUEST", request)
+            .replace("STEPS", steps)
+            .replace("ANSWER", answer)
+        )
+        described = (
+            f"Task completion: each thing the {request} asks the agent to get done, with "
+            f"whether the {steps} and the {answer} got it done, and the numbers of the steps "
+            f"of {steps} that show it."
+        )
+        return _Section(key, payload, Goals, text, (request, steps, answer), described)
+    if isinstance(payload, KnowledgeRetentionPayload):
+        turns = use("TURNS", prompts.turns_text(payload.turns))
+        text = prompts.KNOWLEDGE_RETENTION_RULES.replace("TURNS", turns)
+        text += f" Exactly {len(payload.turns)} answers."
+        described = (
+            f"Knowledge retention: the facts the user or the tools stated in {turns}, each "
+            f"with its turn, and exactly one verdict per turn of {turns} "
+            f"({len(payload.turns)}), in order: whether that turn's answer keeps, forgets or "
+            "contradicts the facts stated up to it."
+        )
+        return _Section(key, payload, RetentionVerdicts, text, (turns,), described)
+    if isinstance(payload, ConversationCompletenessPayload):
+        turns = use("TURNS", prompts.turns_text(payload.turns))
+        text = prompts.CONVERSATION_COMPLETENESS_RULES.replace("TURNS", turns)
+        described = (
+            f"Conversation completeness: each thing the user asked for across {turns}, with "
+            "the turn where it was asked, whether an answer satisfies it, and the turn whose "
+            "answer does."
+        )
+        return _Section(key, payload, ConversationRequests, text, (turns,), described)
     raise TypeError(f"not a batchable payload: {type(payload).__name__}")
 
 

@@ -33,6 +33,19 @@ def add_serve_command(commands: Any) -> None:
     serve.add_argument("--idle-timeout", type=float, default=60.0, help="seconds")
     serve.add_argument("--requests-per-minute", type=float, help="judge request budget")
     serve.add_argument("--tokens-per-minute", type=float, help="judge token budget")
+    serve.add_argument(
+        "--spend-per-hour",
+        type=float,
+        metavar="AMOUNT",
+        help="judge spend budget per clock hour (UTC), in the currency of "
+        "AGENTSCORE_JUDGE_PRICES; past it, priced judges wait for the next hour",
+    )
+    serve.add_argument(
+        "--spend-per-day",
+        type=float,
+        metavar="AMOUNT",
+        help="judge spend budget per day (UTC midnight to midnight), likewise",
+    )
     serve.add_argument("--max-age", type=float, help="expire unjudged jobs older than this (s)")
     serve.add_argument("--drain-timeout", type=float, default=20.0, help="seconds at shutdown")
     serve.add_argument("--synchronous", choices=["NORMAL", "FULL"], default="FULL")
@@ -159,6 +172,8 @@ def serve_command(args: argparse.Namespace) -> int:
                 max_connection_age=args.max_connection_age,
                 grpc_max_calls=args.grpc_max_calls,
                 max_open_trace_bytes=args.max_open_trace_bytes or DEFAULT_MAX_OPEN_BYTES,
+                spend_per_hour=args.spend_per_hour,
+                spend_per_day=args.spend_per_day,
             )
         )
     except (ConfigurationError, ImportError, AttributeError) as exc:

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from agentscore.evals import Evals
-from agentscore.pipeline.choose import accepts, sampled_scorers
+from agentscore.pipeline.choose import accepts, affordable, sampled_scorers
 from agentscore.run import ScorerRun
 from agentscore.serve.queue import Commit, JobKey, SqliteQueue
 from agentscore.serve.stats import ServiceStats
@@ -24,6 +24,8 @@ from agentscore.spans.assembler import TraceAssembler
 from agentscore.spans.reading import span_role
 from agentscore.spans.records import SpanRecord
 from agentscore.telemetry.ledger import Ledger
+from agentscore.telemetry.spend import SpendBudget
+from agentscore.usage import Price
 
 __all__ = ["DEFAULT_MAX_OPEN_BYTES", "Ingestor", "OverBudget"]
 
@@ -51,12 +53,17 @@ class Ingestor:
         max_traces: int = 10_000,
         max_open_bytes: int = DEFAULT_MAX_OPEN_BYTES,
         ledger: Ledger | None = None,
+        spend: SpendBudget | None = None,
+        prices: Mapping[str, Price] | None = None,
     ) -> None:
         self._queue = queue
         self._evals = evals
         self._stats = stats
-        # Where sampling's and the filter's decisions are counted (the service's meter).
+        # Where sampling's, the filter's and the spend budget's decisions are counted (the
+        # service's meter).
         self._ledger = ledger
+        self._spend = spend
+        self._prices = prices or {}
         # 1/16 of the budget is left for what holding costs besides the spans: the request
         # being decoded, SQLite's page cache and write-ahead log (benchmarks/serve_memory.py).
         self.open_bytes_limit = max_open_bytes - max_open_bytes // 16
@@ -153,6 +160,11 @@ class Ingestor:
             if not chosen or not accepts(self._evals.filter, run, self._ledger, chosen):
                 continue
             self._stats.add("generations_sampled")
+            affordable_now = affordable(
+                chosen, self._spend, self._prices, self._ledger, run.agent_name
+            )
+            self._stats.add("over_budget", len(chosen) - len(affordable_now))
+            chosen = affordable_now
             jobs += [((run.trace_id or "", run.span_id or "", s.id), run) for s in chosen]
         return jobs
 

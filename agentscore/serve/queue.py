@@ -24,7 +24,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -178,13 +178,17 @@ class SqliteQueue:
         with self._lock:
             return set(self._db.execute("SELECT trace_id, span_id FROM emitted").fetchall())
 
-    def due_jobs(self, limit: int, exclude: set[JobKey]) -> list[Job]:
-        """The oldest jobs whose retry time has come, skipping those being handled."""
+    def due_jobs(
+        self, limit: int, exclude: set[JobKey], scorers: Collection[str] | None = None
+    ) -> list[Job]:
+        """The oldest jobs whose retry time has come, skipping those being handled; only
+        those of `scorers` when given."""
+        only = "" if scorers is None else f"AND scorer_id IN ({','.join('?' * len(scorers))}) "
         with self._lock:
             rows = self._db.execute(
                 "SELECT trace_id, span_id, scorer_id, run, created, attempts, result FROM jobs "
-                "WHERE not_before <= ? ORDER BY created LIMIT ?",
-                (time.time(), limit + len(exclude)),
+                f"WHERE not_before <= ? {only}ORDER BY created LIMIT ?",
+                (time.time(), *(scorers or ()), limit + len(exclude)),
             ).fetchall()
         jobs = [
             Job(

@@ -41,20 +41,35 @@ class ReadAhead:
         return {job.key for job, _ in self._held}
 
     async def take(
-        self, room: int, busy: Callable[[], set[JobKey]]
+        self,
+        room: int,
+        busy: Callable[[], set[JobKey]],
+        only: frozenset[str] | None = None,
     ) -> list[tuple[Job, Generation | None]]:
         """Up to `room` due jobs, oldest first, with their generation (None for a job
         scored before, whose stored result is sent again).
 
         `busy`: jobs on disk the worker has in hand (in flight, finished, being exported):
-        never read again while it has them."""
-        if len(self._held) < room:
+        never read again while it has them. `only`: the scorers whose jobs may be taken now
+        (a spend budget holds the others back); the others' stay held, in their place."""
+        if only is None:
+            ready = self._held
+        else:
+            ready = [entry for entry in self._held if entry[0].scorer_id in only]
+        if len(ready) < room:
             exclude = busy() | self.keys()
-            limit = max(self._batch, room) - len(self._held)
-            jobs = await anyio.to_thread.run_sync(self._queue.due_jobs, limit, exclude)
+            limit = max(self._batch, room) - len(ready)
+            jobs = await anyio.to_thread.run_sync(self._queue.due_jobs, limit, exclude, only)
             generations = self._generations([job for job in jobs if job.result is None])
-            self._held += [(job, generations.get(job.run.run_id)) for job in jobs]
-        taken, self._held = self._held[:room], self._held[room:]
+            read = [(job, generations.get(job.run.run_id)) for job in jobs]
+            self._held += read
+            ready = self._held if only is None else ready + read
+        if only is None:
+            taken, self._held = self._held[:room], self._held[room:]
+            return taken
+        taken = ready[:room]
+        keys = {job.key for job, _ in taken}
+        self._held = [entry for entry in self._held if entry[0].key not in keys]
         return taken
 
     def put_back(self, entries: Sequence[tuple[Job, Generation | None]]) -> None:

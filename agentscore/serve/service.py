@@ -9,7 +9,8 @@ import math
 import os
 import sys
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -17,6 +18,7 @@ from types import FrameType
 import structlog
 import uvicorn
 
+from agentscore._runtime.hooks import flush_buffers
 from agentscore.errors import ConfigurationError
 from agentscore.evals import Evals
 from agentscore.judges.cascade import cascade_health
@@ -33,8 +35,9 @@ from agentscore.serve.queue import SqliteQueue, Synchronous
 from agentscore.serve.stats import ServiceStats
 from agentscore.serve.tls import check_tls_files
 from agentscore.serve.worker import ScoringWorker
-from agentscore.telemetry.core import AGENTSCORE_SCOPE
+from agentscore.telemetry.core import AGENTSCORE_SCOPE, PRICES_ENV, prices_from_env
 from agentscore.telemetry.ledger import ledger_for
+from agentscore.telemetry.spend import SpendBudget
 
 __all__ = ["ServeOptions", "build_service", "load_evals", "log_judge_checks", "run_service"]
 
@@ -69,6 +72,8 @@ class ServeOptions:
     max_connection_age: float = 600.0  # gRPC
     grpc_max_calls: int = 64
     max_open_trace_bytes: int = DEFAULT_MAX_OPEN_BYTES
+    spend_per_hour: float | None = None  # in the currency of AGENTSCORE_JUDGE_PRICES
+    spend_per_day: float | None = None
 
 
 def load_evals(spec: str) -> Evals:
@@ -110,10 +115,17 @@ def log_judge_checks(evals: Evals) -> None:
 
 
 def build_service(
-    options: ServeOptions, evals: Evals, *, grpc_connections: int | None = None
+    options: ServeOptions,
+    evals: Evals,
+    *,
+    grpc_connections: int | None = None,
+    clock: Callable[[], float] = time.time,
 ) -> ServeApp:
     """The app, with the worker started and drained by its lifespan. `grpc_connections`:
-    the gRPC port's connection cap, when the descriptor limit makes it lower than asked."""
+    the gRPC port's connection cap, when the descriptor limit makes it lower than asked.
+    `clock` (Unix time) places the spend budget's windows."""
+    spend = _spend_budget(options, clock)
+    prices = prices_from_env()
     queue = SqliteQueue(Path(options.queue), synchronous=options.synchronous)
     exporters = build_exporters(options.jsonl)
     stats = ServiceStats(
@@ -127,6 +139,8 @@ def build_service(
         max_open_bytes=options.max_open_trace_bytes,
         # The ledger of the worker's Telemetry, which has the same meter provider.
         ledger=ledger_for(exporters.meter_provider, AGENTSCORE_SCOPE),
+        spend=spend,
+        prices=prices,
     )
     health = ServiceHealth()
     worker = ScoringWorker(
@@ -140,6 +154,7 @@ def build_service(
         concurrency=options.concurrency,
         max_age=options.max_age,
         capture_content=options.capture_content,
+        spend=spend,
     )
     grpc: GrpcIngest | None = None
 
@@ -150,6 +165,8 @@ def build_service(
 
     def shutdown() -> None:
         worker.stop(options.drain_timeout)  # at once when `ServeApp.drain` already ran it
+        # What the worker delivered to sinks that batch their posts (PhoenixAnnotations).
+        flush_buffers(options.drain_timeout)
         if grpc is not None:  # it answered UNAVAILABLE during the drain; now it goes
             grpc.stop(grace=1.0)
         exporters.shutdown()
@@ -170,7 +187,10 @@ def build_service(
         forward_to=forward_sender(options.forward, os.environ) if options.forward else None,
         ingest_token=load_ingest_token(os.environ, options.ingest_token_file),
         body_timeout=options.body_timeout,
-        judge_health=lambda: {"cascades": cascade_health(judges)},
+        judge_health=lambda: {
+            "cascades": cascade_health(judges),
+            **({"spend": spend.snapshot()} if spend is not None else {}),
+        },
     )
     if options.grpc_port is not None:
         from agentscore.serve.grpc_ingest import GrpcIngest, GrpcLimits  # the `serve` extra
@@ -192,6 +212,18 @@ def build_service(
             ),
         )
     return app
+
+
+def _spend_budget(options: ServeOptions, clock: Callable[[], float]) -> SpendBudget | None:
+    if options.spend_per_hour is None and options.spend_per_day is None:
+        return None
+    spend = SpendBudget(options.spend_per_hour, options.spend_per_day, clock=clock)
+    if not prices_from_env():
+        _log.warning(
+            "spend_budget_without_prices",
+            hint=f"no judge has a price, so nothing is charged to the budget: set {PRICES_ENV}",
+        )
+    return spend
 
 
 def run_service(options: ServeOptions) -> int:

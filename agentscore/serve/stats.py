@@ -18,6 +18,7 @@ COUNTERS = (
     "generations_found",
     "generations_sampled",
     "jobs_queued",
+    "over_budget",
     "scored",
     "failed",
     "dropped",

@@ -14,7 +14,8 @@ Every outage delays work and never loses or repeats it:
   the export is retried with backoff (or after the backend's Retry-After, when longer); the
   judge is not asked again;
 - a row that cannot be deleted (disk full): kept out of the worker's hands and deleted later.
-Each shows on /healthz (`degraded`) while it lasts.
+Each shows on /healthz (`degraded`) while it lasts. A spent spend budget delays work too:
+jobs of priced judges already on disk wait there for the next window.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from agentscore.serve.readahead import ReadAhead
 from agentscore.serve.stats import ServiceStats
 from agentscore.telemetry.core import Telemetry
 from agentscore.telemetry.evaluations import record_dropped
+from agentscore.telemetry.spend import SpendBudget, costs_money
 
 __all__ = ["ScoringWorker"]
 
@@ -81,6 +83,7 @@ class ScoringWorker:
         retry: RetryPolicy | None = None,
         sink_timeout: float = 30.0,
         capture_content: bool = False,
+        spend: SpendBudget | None = None,
     ) -> None:
         self._queue = queue
         self._ingestor = ingestor
@@ -91,6 +94,13 @@ class ScoringWorker:
             tracer_provider=exporters.tracer_provider,
             logger_provider=exporters.logger_provider,
             meter_provider=exporters.meter_provider,
+            spend=spend,
+        )
+        # While a window of the spend budget is spent, only jobs of these scorers start.
+        self._unpriced = frozenset(
+            scorer_id
+            for scorer_id, scorer in self._scorers.items()
+            if not costs_money(scorer.judge.model_name, self._telemetry.prices)
         )
         if capture_content:  # else as OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT says
             self._telemetry.capture_content = True
@@ -193,7 +203,11 @@ class ScoringWorker:
         # A backend slower than the judge holds intake back: memory stays bounded.
         if room <= 0 or len(self._done) >= _MAX_UNEXPORTED * self._concurrency:
             return 0
-        taken = await self._ahead.take(room, self._busy)
+        # A spent budget: the jobs of priced judges wait on disk for the next window.
+        only = self._unpriced if self._telemetry.spend and self._telemetry.spend.reached() else None
+        if only is not None and not only:
+            return 0
+        taken = await self._ahead.take(room, self._busy, only)
         started = 0
         # Checked as they start, not as they were read: a held job can age past `max_age`.
         skipped = self._drop_unscorable([job for job, _ in taken])

@@ -1,10 +1,17 @@
 """Score sinks for backends with a first-class score API: Phoenix annotations, Langfuse scores.
 
 Off by default: add one to a runner (`runner.add_sink(PhoenixAnnotations())`) or pass it as
-`on_score`. Each posts through `agentscore._wire.http` (one client per event loop, every phase
-within `timeout`, no redirect followed: a 3xx would take the key to the origin it names, and
-a redirected POST stored nothing); a failure or a status other than 2xx is logged (status or
-error type, never the key) and never raised.
+`on_score`. Each result is posted twice: on the agent's span (a span annotation, an
+observation score) and on its trace (a trace annotation, a trace score), which is what a
+trace list shows whatever span is the trace's root. A trace with several generations shows,
+per scorer, the worst verdict among them (`agentscore.sinks.shown`).
+
+A sink returns at once: its posts are batched (`agentscore.sinks.batching`): collected for
+`flush_interval` seconds or up to `max_batch`, sent together off the scoring loop, at most
+`max_buffer` waiting (more are dropped, counted in `dropped` and logged). `flush()` sends what
+waits; a runner's `flush()` does it too, and so does interpreter exit. Each post goes through
+`agentscore._wire.http` (`agentscore.sinks.posting`): a failure or a status other than 2xx is
+logged (status or error type, never the key) and never raised.
 
 One content switch governs every exporter: the `capture_content` of the `Telemetry` whose
 evaluation is delivered (the agent's), or of the `telemetry=` given here. Off, the
@@ -15,18 +22,22 @@ reason in the annotation's metadata. A run with no claims posts its label, never
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import os
+import random
+import time
+from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import urlsplit
 
 import structlog
 
 from agentscore._redact import register_secret
-from agentscore._wire.clients import LoopLocalClient
-from agentscore._wire.http import Deadlines, HttpFailure, async_client, origin, post
 from agentscore.result import ScoreResult
+from agentscore.sinks.batching import Batcher
+from agentscore.sinks.posting import JsonPoster, shown_url
 from agentscore.sinks.roots import RootSpans
+from agentscore.sinks.shown import TraceVerdicts
 from agentscore.telemetry.core import Telemetry, current_telemetry
 from agentscore.telemetry.evaluations import (
     averaged_score,
@@ -38,15 +49,17 @@ from agentscore.telemetry.evaluations import (
 __all__ = ["LangfuseScores", "PhoenixAnnotations"]
 
 _log = structlog.get_logger("agentscore.backends")
-# What a score API answers is a few bytes of JSON; nothing more is read of it.
-_MAX_REPLY_BYTES = 64 * 1024
+# The identifier of agentscore's trace annotations: Phoenix keeps one annotation per name,
+# trace and identifier, and replaces it when the same three are posted again.
+TRACE_IDENTIFIER = "agentscore"
 
 
 class PhoenixAnnotations:
-    """Each result becomes a span annotation on the agent's span (POST /v1/span_annotations),
-    named after the scorer, so Phoenix lists it with its other evaluations. With
+    """Each result becomes a span annotation on the agent's span (POST /v1/span_annotations)
+    and a trace annotation on its trace (POST /v1/trace_annotations), named after the scorer,
+    so Phoenix lists it with its other evaluations and shows it on the trace's row. With
     `root_spans` (a `RootSpans` processor on your tracer provider), the trace's root span
-    gets the same annotation, so Phoenix's trace list shows it too."""
+    gets the span annotation too."""
 
     def __init__(
         self,
@@ -56,6 +69,9 @@ class PhoenixAnnotations:
         telemetry: Telemetry | None = None,
         root_spans: RootSpans | None = None,
         timeout: float = 10.0,
+        max_batch: int = 100,
+        flush_interval: float = 1.0,
+        max_buffer: int = 10_000,
     ) -> None:
         self.base_url = (
             base_url or os.environ.get("PHOENIX_COLLECTOR_ENDPOINT") or "http://127.0.0.1:6006"
@@ -65,14 +81,32 @@ class PhoenixAnnotations:
         self.telemetry = telemetry
         self.root_spans = root_spans
         self.timeout = timeout
-        self._clients = LoopLocalClient(lambda: _Client(self.timeout))
+        self._poster = JsonPoster(timeout)
+        self._shown = TraceVerdicts()
+        self._spans, self._traces = (
+            Batcher[dict[str, Any]](
+                "PhoenixAnnotations",
+                functools.partial(self._send, endpoint),
+                max_batch=max_batch,
+                interval=flush_interval,
+                max_buffer=max_buffer,
+            )
+            for endpoint in ("span_annotations", "trace_annotations")
+        )
 
     def __repr__(self) -> str:
         return f"PhoenixAnnotations({self.base_url!r})"
 
+    @property
+    def dropped(self) -> int:
+        """Annotations dropped because the buffer was full."""
+        return self._spans.dropped + self._traces.dropped
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Post what waits; False if `timeout` (seconds) ran out first."""
+        return _flush_all((self._spans, self._traces), timeout)
+
     async def __call__(self, result: ScoreResult) -> None:
-        if not result.span_id:
-            return
         capture = _capture_content(self.telemetry)
         outcome: dict[str, Any] = {
             "label": label_for(result) or result.status.value,
@@ -87,39 +121,54 @@ class PhoenixAnnotations:
         }
         if capture:
             metadata["claims"] = claims_for(result)
-        span_ids = [result.span_id]
+        if result.span_id:
+            for span_id in self._span_ids(result):
+                self._spans.add(
+                    {
+                        "span_id": span_id,
+                        "name": result.scorer_id,
+                        "annotator_kind": "LLM",
+                        "identifier": f"agentscore:{result.run_id}",
+                        "result": outcome,
+                        "metadata": metadata,
+                    }
+                )
+        if result.trace_id and self._shown.replaces(result):
+            self._traces.add(
+                {
+                    "trace_id": result.trace_id,
+                    "name": result.scorer_id,
+                    "annotator_kind": "LLM",
+                    "identifier": TRACE_IDENTIFIER,
+                    "result": outcome,
+                    # Which generation the trace shows.
+                    "metadata": {**metadata, "span_id": result.span_id},
+                },
+                # A later result of this trace and scorer replaces a waiting one.
+                key=(result.trace_id, result.scorer_id),
+            )
+
+    def _span_ids(self, result: ScoreResult) -> list[str]:
+        span_ids = [result.span_id] if result.span_id else []
         root = (
             self.root_spans.root_of(result.trace_id)
             if self.root_spans and result.trace_id
             else None
         )
-        if root and root != result.span_id:
+        if root and root not in span_ids:
             span_ids.append(root)
-        annotations = [
-            {
-                "span_id": span_id,
-                "name": result.scorer_id,
-                "annotator_kind": "LLM",
-                "identifier": f"agentscore:{result.run_id}",
-                "result": outcome,
-                "metadata": metadata,
-            }
-            for span_id in span_ids
-        ]
+        return span_ids
+
+    async def _send(self, endpoint: str, annotations: list[dict[str, Any]]) -> None:
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-        await _post(
-            self._clients.get(),
-            f"{self.base_url}/v1/span_annotations",
-            {"data": annotations},
-            headers,
-            self.timeout,
-        )
+        await self._poster.post(f"{self.base_url}/v1/{endpoint}", {"data": annotations}, headers)
 
 
 class LangfuseScores:
-    """Each result becomes a Langfuse score (POST /api/public/scores) on the trace and
-    observation that Langfuse derived from the OTel ids. Keys default to LANGFUSE_PUBLIC_KEY,
-    LANGFUSE_SECRET_KEY and LANGFUSE_HOST."""
+    """Each result becomes two Langfuse scores: one on the observation (the agent's span)
+    and one on the trace (no `observationId`), which the trace list shows; sent in batches
+    as `score-create` events (POST /api/public/ingestion). Keys default to
+    LANGFUSE_PUBLIC_KEY, LANGFUSE_SECRET_KEY and LANGFUSE_HOST."""
 
     def __init__(
         self,
@@ -129,6 +178,9 @@ class LangfuseScores:
         secret_key: str | None = None,
         telemetry: Telemetry | None = None,
         timeout: float = 10.0,
+        max_batch: int = 100,
+        flush_interval: float = 1.0,
+        max_buffer: int = 10_000,
     ) -> None:
         self.host = (
             host or os.environ.get("LANGFUSE_HOST") or "https://cloud.langfuse.com"
@@ -138,83 +190,101 @@ class LangfuseScores:
         register_secret(self._secret_key)
         self.telemetry = telemetry
         self.timeout = timeout
-        self._clients = LoopLocalClient(lambda: _Client(self.timeout))
+        self._poster = JsonPoster(timeout)
+        self._shown = TraceVerdicts()
+        self._events: Batcher[dict[str, Any]] = Batcher(
+            "LangfuseScores",
+            self._send,
+            max_batch=max_batch,
+            interval=flush_interval,
+            max_buffer=max_buffer,
+        )
 
     def __repr__(self) -> str:
         return f"LangfuseScores({self.host!r})"
+
+    @property
+    def dropped(self) -> int:
+        """Scores dropped because the buffer was full."""
+        return self._events.dropped
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Post what waits; False if `timeout` (seconds) ran out first."""
+        return _flush_all((self._events,), timeout)
 
     async def __call__(self, result: ScoreResult) -> None:
         if result.failed or not result.trace_id:
             return
         value = averaged_score(result)
-        score = {
-            "id": f"agentscore-{result.run_id}-{result.scorer_id}",
+        score: dict[str, Any] = {
             "traceId": result.trace_id,
-            "observationId": result.span_id,
             "name": result.scorer_id,
             # A run with no claims is a category, which Langfuse does not average.
             "value": value if value is not None else label_for(result),
             "dataType": "NUMERIC" if value is not None else "CATEGORICAL",
             "comment": explanation_for(result, _capture_content(self.telemetry)),
         }
+        self._events.add(
+            _score_event(
+                {
+                    "id": f"agentscore-{result.run_id}-{result.scorer_id}",
+                    "observationId": result.span_id,
+                    **score,
+                }
+            )
+        )
+        if self._shown.replaces(result):
+            # Langfuse keeps one score per id: each post of this one replaces the last.
+            trace_score_id = f"agentscore-trace-{result.trace_id}-{result.scorer_id}"
+            self._events.add(_score_event({"id": trace_score_id, **score}), key=trace_score_id)
+
+    async def _send(self, events: list[dict[str, Any]]) -> None:
         credentials = f"{self._public_key}:{self._secret_key}".encode()
         headers = {"Authorization": "Basic " + base64.b64encode(credentials).decode()}
-        await _post(
-            self._clients.get(),
-            f"{self.host}/api/public/scores",
-            score,
-            headers,
-            self.timeout,
-        )
+        url = f"{self.host}/api/public/ingestion"
+        reply = await self._poster.post(url, {"batch": events}, headers)
+        if reply is None:
+            return
+        # A 207: the batch was read, and each event refused is listed with its own status.
+        refused = _refused_events(reply.content)
+        if refused:
+            _log.warning(
+                "score_backend_rejected",
+                url=shown_url(url),
+                status=reply.status,
+                refused=refused,
+                sent=len(events),
+            )
+
+
+def _score_event(body: dict[str, Any]) -> dict[str, Any]:
+    """A `score-create` event: its own id (Langfuse ignores an event id it has seen) around
+    the score, whose id is the one Langfuse keeps."""
+    return {
+        "id": f"{random.getrandbits(128):032x}",
+        "type": "score-create",
+        "timestamp": datetime.now(UTC).isoformat(),
+        "body": body,
+    }
+
+
+def _refused_events(content: bytes) -> int:
+    try:
+        errors = json.loads(content).get("errors")
+    except (ValueError, AttributeError):
+        return 0
+    return len(errors) if isinstance(errors, list) else 0
+
+
+def _flush_all(batchers: tuple[Batcher[dict[str, Any]], ...], timeout: float | None) -> bool:
+    deadline = None if timeout is None else time.monotonic() + timeout
+    finished = True
+    for batcher in batchers:
+        left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        finished = batcher.flush(left) and finished
+    return finished
 
 
 def _capture_content(telemetry: Telemetry | None) -> bool:
     # The runner delivers results with the agent's telemetry current.
     return (telemetry or current_telemetry()).capture_content
-
-
-class _Client:
-    """The HTTP client of one event loop, closed by `LoopLocalClient` when that loop ends."""
-
-    def __init__(self, timeout: float) -> None:
-        self.http = async_client(_deadlines(timeout), max_body=_MAX_REPLY_BYTES)
-
-    async def close(self) -> None:
-        await self.http.aclose()
-
-
-def _deadlines(timeout: float) -> Deadlines:
-    return Deadlines(connect=timeout, read=timeout, write=timeout, pool=timeout, total=timeout)
-
-
-async def _post(
-    client: _Client, url: str, payload: Any, headers: dict[str, str], timeout: float
-) -> None:
-    """POST JSON; failures are logged by status or error type only (headers hold keys)."""
-    try:
-        reply = await post(
-            client.http,
-            url,
-            content=json.dumps(payload).encode(),
-            headers={"Content-Type": "application/json", **headers},
-            deadlines=_deadlines(timeout),
-            max_body=_MAX_REPLY_BYTES,
-        )
-    except HttpFailure as exc:
-        cause = type(exc.__cause__ or exc).__name__
-        _log.warning("score_backend_unreachable", url=_shown(url), error_type=cause)
-        return
-    except Exception as exc:  # a URL the HTTP library refuses: logged, never raised
-        _log.warning("score_backend_unreachable", url=_shown(url), error_type=type(exc).__name__)
-        return
-    if not reply.ok:  # a 3xx included: it is not followed
-        _log.warning("score_backend_rejected", url=_shown(url), status=reply.status)
-
-
-def _shown(url: str) -> str:
-    """The endpoint without what may carry a credential (user info, query)."""
-    try:
-        path = urlsplit(url).path
-    except ValueError:
-        path = ""
-    return origin(url) + path

@@ -4,5 +4,6 @@
 """
 
 from agentscore.telemetry.core import CAPTURE_CONTENT_ENV, Telemetry
+from agentscore.telemetry.spend import SpendBudget
 
-__all__ = ["CAPTURE_CONTENT_ENV", "Telemetry"]
+__all__ = ["CAPTURE_CONTENT_ENV", "SpendBudget", "Telemetry"]

@@ -25,6 +25,7 @@ from pydantic import ValidationError
 
 from agentscore.errors import ConfigurationError
 from agentscore.telemetry.ledger import Ledger, ledger_for
+from agentscore.telemetry.spend import SpendBudget, watch_spend
 from agentscore.usage import Price
 
 __all__ = [
@@ -134,6 +135,10 @@ class Telemetry:
     then carries its `cost`, also on its evaluation span and the `agentscore.judge.cost`
     counter. Unset: read from AGENTSCORE_JUDGE_PRICES (JSON), else none. A model without a
     price has no cost.
+
+    `spend`: a `SpendBudget` (per clock hour, per day, in the prices' currency) shared by
+    every evaluation that goes here: once a window's budget is spent, runs are no longer
+    offered to judges that have a price (counted `over_budget`) until the window ends.
     """
 
     tracer_provider: TracerProvider | None = None
@@ -141,6 +146,7 @@ class Telemetry:
     meter_provider: MeterProvider | None = None
     capture_content: bool = field(default_factory=_capture_from_env)
     prices: Mapping[str, Price] = field(default_factory=prices_from_env)
+    spend: SpendBudget | None = None
     tracer: Tracer = field(init=False, repr=False)
     logger: _logs.Logger = field(init=False, repr=False)
     ledger: Ledger = field(init=False, repr=False)
@@ -149,6 +155,12 @@ class Telemetry:
     def __post_init__(self) -> None:
         self.prices = _checked_prices(self.prices)
         self.ledger = ledger_for(self.meter_provider, AGENTSCORE_SCOPE)
+        if self.spend is not None:
+            if not isinstance(self.spend, SpendBudget):
+                raise ConfigurationError(
+                    f"spend must be a SpendBudget, got {type(self.spend).__name__}"
+                )
+            watch_spend(self.meter_provider, self.spend, AGENTSCORE_SCOPE)
         # Proxies when the globals are not set yet: they follow a provider installed later.
         self.tracer = trace.get_tracer(
             AGENTSCORE_SCOPE, _VERSION, tracer_provider=self.tracer_provider
