@@ -462,3 +462,22 @@ def test_built_in_trace_and_conversation_scorers_are_chosen_by_name(
     capsys.readouterr()
     assert main(["eval", str(data), "--scorer", "knowledge_retention"]) == 2
     assert "knowledge retention needs an LLM judge" in capsys.readouterr().err
+
+
+def test_an_estimate_counts_a_modules_judged_scorer_and_sends_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def judge(request: Request) -> Answer:
+        return judge_reply({"contradictions": []})
+
+    ada = {"id": "ada", "turns": [{"input": "My name is Ada.", "output": "Hello Ada."}]}
+    data = write_jsonl(tmp_path / "conversations.jsonl", [ada])
+    with chat_server(judge) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key-000")
+        argv = ["eval", str(data), "--scorer", "tests.level_scorers:JUDGED", "--estimate"]
+        assert main([*argv, "--judge", "judge-model"]) == 0
+        assert server.requests == []
+    out = capsys.readouterr().out
+    assert "estimate for 1 records, judge judge-model (nothing was sent)" in out
+    assert out.split("\n")[3].split()[0] == "1"  # one judge request, for the conversation
