@@ -31,25 +31,33 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     evaluate = commands.add_parser(
         "eval",
-        help="score recorded runs from a JSONL file",
+        help="score recorded runs and conversations from a JSONL file, or stored traces",
         description="Exit status: 0 done; 1 when a scorer's pass rate is below --fail-under; "
         "2 for unusable arguments, input, --out file (a malformed line is named by file and "
         "line) or judge; 130 interrupted.",
     )
     evaluate.add_argument(
-        "data", nargs="?", help="JSONL: one run per line (input, output or messages, context)"
+        "data",
+        nargs="?",
+        help="JSONL: one record per line, a run (input, output or messages, context) or a "
+        "conversation (turns: [{input, output}, ...])",
     )
     evaluate.add_argument(
         "--traces",
         metavar="FILE",
-        help="score the generations in stored traces instead (OTLP/JSON lines, or "
-        "agentscore's JSONL export)",
+        help="score stored traces instead (OTLP/JSON lines, or agentscore's JSONL export): "
+        "their generations, each trace, and the traces sharing a conversation id",
     )
     evaluate.add_argument(
         "--scorer",
+        "--scorers",
+        dest="scorer",
         default="faithfulness,hallucination",
-        help="comma-separated scorer names: faithfulness, hallucination, answer_relevancy, "
-        "context_relevance, completeness (an LLM --judge)",
+        help="comma-separated scorers: built-in names (faithfulness, hallucination, "
+        "answer_relevancy, context_relevance, completeness (an LLM --judge); traces: "
+        "tool_efficiency, task_completion; conversations: knowledge_retention, "
+        "conversation_completeness) and your own as MODULE:ATTR (an Evals, a list of "
+        "scorers or one), of any level",
     )
     evaluate.add_argument("--judge", default="local", help="'local' or a judge model name")
     evaluate.add_argument("--concurrency", type=int, default=8)
@@ -78,7 +86,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="exit 2 if more than this share of the lines cannot be read (default 0.1)",
     )
     evaluate.add_argument(
-        "--junit", metavar="FILE", help="write JUnit XML: one test case per record and scorer"
+        "--junit",
+        metavar="FILE",
+        help="write JUnit XML: one test case per target (record, turn, trace or "
+        "conversation) and scorer",
     )
     evaluate.add_argument(
         "--markdown",

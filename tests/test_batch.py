@@ -10,6 +10,7 @@ import pytest
 from agentscore import Agent
 from agentscore.ci.batch import EvalItemResult, run_evals, run_evals_sync
 from agentscore.context import run_context
+from agentscore.errors import ConfigurationError
 from agentscore.scorers import create_faithfulness_scorer, create_hallucination_scorer
 from tests.test_agent import agent_endpoint, lookup_order
 
@@ -153,3 +154,25 @@ def test_sync_form_from_plain_code() -> None:
         concurrency=1,
     )
     assert report.scores["faithfulness"] == 1.0
+
+
+async def test_trace_scorers_judge_each_items_own_trajectory() -> None:
+    from tests.level_scorers import ANSWERED_EVERY_TURN, NO_REPEATS
+
+    def called(call_id: str) -> dict[str, Any]:
+        function = {"name": "lookup_order", "arguments": "{}"}
+        tool_call = {"id": call_id, "type": "function", "function": function}
+        return {"role": "assistant", "content": None, "tool_calls": [tool_call]}
+
+    output = [called("c1"), {"role": "tool", "tool_call_id": "c1", "content": "shipped"}]
+    output += [called("c2"), {"role": "tool", "tool_call_id": "c2", "content": "shipped"}]
+    data = [{"input": "Where is 42?", "output": [*output, "Shipped."]}]
+    report = await run_evals(data, [NO_REPEATS])
+    [item] = report.items
+    result = item.scorer_results["no_repeats"]
+    assert (result.score, result.reason) == (
+        0.0,
+        "lookup_order called 2 times with the same arguments",
+    )
+    with pytest.raises(ConfigurationError, match="answered_every_turn judge conversations"):
+        await run_evals(data, [NO_REPEATS, ANSWERED_EVERY_TURN])

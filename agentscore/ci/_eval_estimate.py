@@ -1,7 +1,7 @@
 """`agentscore eval --estimate`: what a run would send the judge, counted before anything is.
 
-The records go through the same path as a run (`batch`'s reading of a record, the pipeline's
-composition, each scorer's prompt builders and the shared-request planner), with a judge
+The targets go through the same path as a run (the run each level of scorer judges, the
+pipeline's composition, each scorer's prompt builders and the shared-request planner), with a judge
 that keeps the body of each request it is asked instead of sending it. So the requests
 counted are the ones the run would send: one per record for scorers that share a request,
 none for a record a scorer has no context for.
@@ -34,7 +34,6 @@ from pydantic import BaseModel
 
 from agentscore._runtime.loop import background_loop
 from agentscore.ci._table import render_table
-from agentscore.ci.batch import _run_for
 from agentscore.errors import ConfigurationError, JudgeRequestError
 from agentscore.judges.base import Judge, JudgeReply, JudgeRequest, JudgeUsage
 from agentscore.judges.local import LocalJudge
@@ -60,7 +59,7 @@ from agentscore.protocol.protocol import (
     Verdicts,
     VerifyPayload,
 )
-from agentscore.run import ScorerRun
+from agentscore.run import Level, ScorerRun
 from agentscore.scorers.base import Scorer
 from agentscore.telemetry.core import prices_from_env
 
@@ -143,7 +142,6 @@ class Estimate:
     requests: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
-    unreadable: int = 0  # records a run would fail before any request
     _seen: set[str] = field(default_factory=set)
 
     def cost(self, price: tuple[float, float] | None) -> float | None:
@@ -175,19 +173,18 @@ class Estimate:
             lines.append("a cascade: an upper bound (its local stage decides some claims alone)")
         if cost is None:
             lines.append("cost: give --judge-price IN,OUT or AGENTSCORE_JUDGE_PRICES")
-        if self.unreadable:
-            lines.append(f"{self.unreadable} records cannot be read and would send nothing")
         return "\n".join(lines)
 
 
 def print_estimate(
-    items: Sequence[Mapping[str, Any]],
+    items: Sequence[Mapping[Level, ScorerRun]],
     model: str,
     build: Callable[[Judge], list[Scorer]],
     price: tuple[float, float] | None,
 ) -> int:
-    """Print what scoring `items` would send `model`, with the scorers `build` makes for a
-    judge; the exit status (2 when the scorers cannot be built)."""
+    """Print what scoring `items` (targets: the run each level of scorer judges) would send
+    `model`, with the scorers `build` makes for a judge; the exit status (2 when the scorers
+    cannot be built)."""
     cascade = model.startswith("local+")
     if price is None and model in prices_from_env():
         known = prices_from_env()[model]
@@ -207,14 +204,17 @@ def print_estimate(
 
 
 def estimate_records(
-    items: Sequence[Mapping[str, Any]], scorers: Sequence[Scorer], judge: PlanningJudge
+    items: Sequence[Mapping[Level, ScorerRun]], scorers: Sequence[Scorer], judge: PlanningJudge
 ) -> Estimate:
     """What scoring `items` with `scorers` (whose LLM judge is `judge`) would send."""
 
     async def run() -> Estimate:
         found = Estimate(records=len(items))
         for item in items:
-            await _estimate_item(item, scorers, judge, found)
+            for level, run in item.items():
+                chosen = [scorer for scorer in scorers if scorer.level == level]
+                if chosen:
+                    await _estimate_run(run, chosen, judge, found)
         return found
 
     with _quiet():
@@ -239,14 +239,9 @@ def _quiet() -> Iterator[None]:
         structlog.configure(processors=processors)
 
 
-async def _estimate_item(
-    item: Mapping[str, Any], scorers: Sequence[Scorer], judge: PlanningJudge, found: Estimate
+async def _estimate_run(
+    run: ScorerRun, scorers: Sequence[Scorer], judge: PlanningJudge, found: Estimate
 ) -> None:
-    try:
-        run = await _run_for(item, None)
-    except Exception:
-        found.unreadable += 1
-        return
     judge.planned.clear()
     await score_generation(Generation.of(scorers), run, Scoring())
     planned, judge.planned = list(judge.planned), []

@@ -2,76 +2,45 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, TextIO
 
 import structlog
 
 from agentscore import errors
-from agentscore.adapters import coerce_messages
 from agentscore.ci._eval_failures import Breaker, FailureTally, JudgeKeepsFailing
 from agentscore.ci._eval_progress import Progress
-from agentscore.ci._failing import failing_claims
-from agentscore.ci._jsonl import dump_line, read_lines
+from agentscore.ci._eval_records import missing_in_records, read_record_targets
+from agentscore.ci._eval_scorers import (
+    NAMED,
+    choose_scorers,
+    estimated_scorers,
+    unknown_names,
+)
+from agentscore.ci._eval_targets import LEVELS, EvalTarget, levels_of
+from agentscore.ci._failing import due, failing_claims
+from agentscore.ci._jsonl import dump_line
 from agentscore.ci._junit import write_junit
 from agentscore.ci._markdown import publish, render_eval
 from agentscore.ci._one_line import one_line
 from agentscore.ci._results_file import ResultsFileError, read_result_rows
 from agentscore.ci._table import render_table
-from agentscore.ci.batch import EvalItemResult, run_evals_sync, split_messages
-from agentscore.context import run_context
+from agentscore.ci.batch import EvalItemResult, score_targets_sync
 from agentscore.errors import ConfigurationError
-from agentscore.judges.base import Judge
 from agentscore.judges.check import explain
-from agentscore.judges.resolve import resolve_judge
-from agentscore.scorers import (
-    answer_relevancy,
-    completeness,
-    context_relevance,
-    create_answer_relevancy_scorer,
-    create_completeness_scorer,
-    create_context_relevance_scorer,
-    create_faithfulness_scorer,
-    create_hallucination_scorer,
-    faithfulness,
-    hallucination,
-)
+from agentscore.run import Level
 from agentscore.scorers.base import Scorer
 
 __all__ = ["EvalOptions", "run_eval_file"]
 
-# Each scorer by name, from the judge and its pass line; context is each record's own.
-_SCORERS: dict[str, Callable[[Judge, float], Scorer]] = {
-    "faithfulness": lambda judge, threshold: create_faithfulness_scorer(
-        judge, get_context=run_context, threshold=threshold
-    ),
-    "hallucination": lambda judge, threshold: create_hallucination_scorer(
-        judge, get_context=run_context, threshold=threshold
-    ),
-    "answer_relevancy": lambda judge, threshold: create_answer_relevancy_scorer(
-        judge, threshold=threshold
-    ),
-    "context_relevance": lambda judge, threshold: create_context_relevance_scorer(
-        judge, get_context=run_context, threshold=threshold
-    ),
-    "completeness": lambda judge, threshold: create_completeness_scorer(judge, threshold=threshold),
-}
-_DEFAULT_THRESHOLDS = {
-    "faithfulness": faithfulness.DEFAULT_THRESHOLD,
-    "hallucination": hallucination.DEFAULT_THRESHOLD,
-    "answer_relevancy": answer_relevancy.DEFAULT_THRESHOLD,
-    "context_relevance": context_relevance.DEFAULT_THRESHOLD,
-    "completeness": completeness.DEFAULT_THRESHOLD,
-}
 _HEADERS = ["scorer", "mean", "pass rate", "scored", "failed", "no context"]
 # Every way a judge can refuse: a 404 model, a 400, a refused key, no connection, a timeout...
 _JUDGE_ERRORS = frozenset(
@@ -84,15 +53,16 @@ _JUDGE_ERRORS = frozenset(
 @dataclass(frozen=True, slots=True)
 class EvalOptions:
     data: str
+    # Built-in names and `MODULE:ATTR` (an Evals, a list of scorers or one), of any level.
     scorers: list[str]
     judge: str = "local"
     concurrency: int = 8
     out: str | None = None
     fail_under: float | None = None
-    # Per scorer; a scorer not named keeps its factory's default.
+    # Per built-in scorer; a scorer not named keeps its factory's default.
     thresholds: Mapping[str, float] = field(default_factory=dict)
     max_skip_rate: float = 0.1
-    traces: bool = False  # `data` holds traces: score the generations found in them
+    traces: bool = False  # `data` holds traces: score their generations, traces, conversations
     junit: str | None = None
     markdown: str | None = None
     # Dollars per million input and output tokens, for the cost in the markdown report.
@@ -110,29 +80,45 @@ def run_eval_file(options: EvalOptions) -> int:
     if problem:
         print(f"agentscore eval: {problem}", file=sys.stderr)
         return 2
-    duplicates: list[tuple[int, str]] = []
-    notes: list[str] = []
-    nothing_found: str | None = None
+    try:
+        scorers = choose_scorers(options.scorers, options.judge, options.thresholds)
+    except ConfigurationError as exc:  # e.g. completeness with --judge local
+        print(f"agentscore eval: {one_line(exc)}", file=sys.stderr)
+        return 2
+    levels = levels_of(scorers)
     if options.traces:
         from agentscore.ci._eval_traces import read_trace_items
 
-        traces = read_trace_items(Path(options.data))
-        items, malformed, notes = traces.items, traces.malformed, traces.notes()
-        skipped = traces.skipped
-        nothing_found = traces.nothing_found(options.data)
+        traces = read_trace_items(Path(options.data), levels)
+        targets, malformed, renamed = traces.targets, traces.malformed, traces.renamed
+        notes, readable, skipped = traces.notes(), len(traces.targets), traces.skipped
+        missing: Callable[[Level], str] = partial(traces.missing, data=options.data)
     else:
-        items, malformed, duplicates = _read_items(Path(options.data))
-        skipped = len(malformed)
+        records = read_record_targets(Path(options.data), levels)
+        targets, malformed, renamed = records.targets, records.malformed, records.renamed
+        notes, readable, skipped = [], records.records, len(records.malformed)
+        missing = partial(missing_in_records, data=options.data)
     for line, reason in malformed:
         where = f"{options.data}:{line}" if line else options.data
         print(f"agentscore eval: {where}: skipped: {one_line(reason)}", file=sys.stderr)
-    for line, reason in duplicates:
-        print(f"agentscore eval: {options.data}:{line}: {one_line(reason)}", file=sys.stderr)
+    for line, reason in renamed:
+        where = f"{options.data}:{line}" if line else options.data
+        print(f"agentscore eval: {where}: {one_line(reason)}", file=sys.stderr)
     for note in notes:
         print(f"agentscore eval: {options.data}: {one_line(note)}", file=sys.stderr)
-    problem = _check_input(options, len(items), skipped, nothing_found)
+    found = {level for target in targets for level in target.runs}
+    absent = [missing(level) for level in LEVELS if level in levels and level not in found]
+    if options.traces and not targets:
+        for reason in absent:
+            print(f"agentscore eval: {one_line(reason)}", file=sys.stderr)
+        return 2
+    problem = _check_input(options, readable, skipped)
     if problem:
         print(f"agentscore eval: {problem}", file=sys.stderr)
+        return 2
+    for reason in absent:
+        print(f"agentscore eval: {one_line(reason)}", file=sys.stderr)
+    if not targets:
         return 2
     if options.out:
         _drop_partial_last_line(Path(options.out))
@@ -141,22 +127,19 @@ def run_eval_file(options: EvalOptions) -> int:
     except ResultsFileError as exc:
         print(f"agentscore eval: --out {_unusable(exc)}", file=sys.stderr)
         return 2
-    todo = [item for item in items if item["id"] not in done]
-    if len(todo) < len(items):
-        print(f"resuming: {len(items) - len(todo)} records already scored in {options.out}")
+    todo = [target for target in targets if target.id not in done]
+    if len(todo) < len(targets):
+        print(f"resuming: {len(targets) - len(todo)} records already scored in {options.out}")
 
     if options.estimate:
         from agentscore.ci._eval_estimate import print_estimate
 
         return print_estimate(
-            todo, options.judge, lambda judge: _build_scorers(options, judge), options.judge_price
+            [target.runs for target in todo],
+            options.judge,
+            lambda judge: estimated_scorers(options.scorers, judge, options.thresholds),
+            options.judge_price,
         )
-    judge = resolve_judge(options.judge)
-    try:
-        scorers = _build_scorers(options, judge)
-    except ConfigurationError as exc:  # e.g. completeness with --judge local
-        print(f"agentscore eval: {exc}", file=sys.stderr)
-        return 2
     state = _RunState(
         todo=todo,
         output=_Output(Path(options.out) if options.out else None),
@@ -231,18 +214,16 @@ def run_eval_file(options: EvalOptions) -> int:
     return 0
 
 
-def _build_scorers(options: EvalOptions, judge: Judge) -> list[Scorer]:
-    return [
-        _SCORERS[name](judge, options.thresholds.get(name, _DEFAULT_THRESHOLDS[name]))
-        for name in options.scorers
-    ]
-
-
 def _score(state: _RunState, scorers: list[Scorer], concurrency: int) -> JudgeKeepsFailing | None:
     """Score the records; the breaker's verdict when it stopped the run."""
     stopped: list[JudgeKeepsFailing] = []
     try:
-        run_evals_sync(state.todo, scorers, concurrency=concurrency, on_item_complete=state.record)
+        score_targets_sync(
+            [target.runs for target in state.todo],
+            scorers,
+            concurrency=concurrency,
+            on_item_complete=state.record,
+        )
     except* JudgeKeepsFailing as group:
         stopped += [e for e in group.exceptions if isinstance(e, JudgeKeepsFailing)]
     return stopped[0] if stopped else None
@@ -274,14 +255,15 @@ def _write_reports(
     seconds: float,
 ) -> None:
     if options.junit:
-        write_junit(Path(options.junit), rows, [scorer.id for scorer in scorers], seconds)
+        levels = {scorer.id: scorer.level for scorer in scorers}
+        write_junit(Path(options.junit), rows, levels, seconds)
     if options.markdown or os.environ.get("GITHUB_STEP_SUMMARY"):
         text = render_eval(
             title=options.data,
             headers=_HEADERS,
             summary=summary.table,
             rows=rows,
-            higher_is_better={scorer.id: scorer.higher_is_better for scorer in scorers},
+            scorers=[(scorer.id, scorer.level, scorer.higher_is_better) for scorer in scorers],
             judge=options.judge,
             price=options.judge_price,
         )
@@ -289,9 +271,12 @@ def _write_reports(
 
 
 def _check_options(options: EvalOptions) -> str | None:
-    unknown = [name for name in options.scorers if name not in _SCORERS]
+    unknown = unknown_names(options.scorers)
     if unknown or not options.scorers:
-        return f"unknown scorer(s) {unknown}; choose from {sorted(_SCORERS)}"
+        return (
+            f"unknown scorer(s) {unknown}; choose from {sorted(NAMED)}, or give your own "
+            "as MODULE:ATTR (an Evals, a list of scorers or one scorer)"
+        )
     path = Path(options.data)
     if path.is_dir():
         return f"cannot read {options.data!r}: it is a directory; give a JSONL file"
@@ -304,8 +289,11 @@ def _check_options(options: EvalOptions) -> str | None:
     if options.progress_every <= 0:
         return "--progress-every must be a positive number of seconds"
     for name, value in options.thresholds.items():
-        if name not in _SCORERS:
-            return f"--threshold names an unknown scorer {name!r}; choose from {sorted(_SCORERS)}"
+        if name not in NAMED:
+            return (
+                f"--threshold names an unknown scorer {name!r}; choose from {sorted(NAMED)} "
+                "(a scorer of your own keeps the threshold it was made with)"
+            )
         if not 0 <= value <= 1:
             return f"--threshold {name}={value:g} must lie in [0, 1]"
     if options.fail_under is not None and not 0 <= options.fail_under <= 1:
@@ -324,16 +312,12 @@ def _check_options(options: EvalOptions) -> str | None:
     return None
 
 
-def _check_input(
-    options: EvalOptions, readable: int, skipped: int, nothing_found: str | None
-) -> str | None:
-    if not readable and nothing_found:
-        return nothing_found
+def _check_input(options: EvalOptions, readable: int, skipped: int) -> str | None:
     if not readable:
         found = f"{skipped} lines skipped" if skipped else "the file is empty"
         return (
             f"no readable records in {options.data!r} ({found}); expected JSONL: one JSON "
-            "object per line with input and output, or messages"
+            "object per line with input and output, or messages, or turns (a conversation)"
         )
     rate = skipped / (readable + skipped)
     if rate > options.max_skip_rate:
@@ -342,80 +326,6 @@ def _check_input(
             f"--max-skip-rate {options.max_skip_rate:.0%}"
         )
     return None
-
-
-def _read_items(
-    path: Path,
-) -> tuple[list[dict[str, Any]], list[tuple[int, str]], list[tuple[int, str]]]:
-    """The records, the lines skipped and why, and the duplicate ids."""
-    items: list[dict[str, Any]] = []
-    numbers: list[int] = []
-    malformed: list[tuple[int, str]] = []
-    for line in read_lines(path):
-        try:
-            item = _item(json.loads(line.text), line.number)
-        except json.JSONDecodeError as exc:
-            malformed.append((line.number, f"not valid JSON ({exc.msg})"))
-            continue
-        except (TypeError, ValueError, RecursionError) as exc:
-            malformed.append((line.number, str(exc) or type(exc).__name__))
-            continue
-        items.append(item)
-        numbers.append(line.number)
-    return items, malformed, _number_repeats(items, numbers)
-
-
-def _number_repeats(items: list[dict[str, Any]], numbers: list[int]) -> list[tuple[int, str]]:
-    """Give each record after the first of its id a new id (`a#2`, `a#3`...), so that each
-    keeps its own line in the results and a resume knows which are done. A new id is never
-    one the file gives another record, and depends on the file alone, so a resume gives the
-    same. Returns a note for each record renamed, by line."""
-    taken = {item["id"] for item in items}
-    first_line: dict[str, int] = {}
-    last_suffix: Counter[str] = Counter()
-    duplicates: list[tuple[int, str]] = []
-    for item, number in zip(items, numbers, strict=True):
-        record_id = item["id"]
-        if record_id not in first_line:
-            first_line[record_id] = number
-            continue
-        suffix = max(last_suffix[record_id], 1) + 1
-        while f"{record_id}#{suffix}" in taken:
-            suffix += 1
-        last_suffix[record_id] = suffix
-        item["id"] = f"{record_id}#{suffix}"
-        taken.add(item["id"])
-        duplicates.append(
-            (
-                number,
-                f"duplicate id {record_id!r} (first on line {first_line[record_id]}); "
-                f"recorded as {item['id']!r}",
-            )
-        )
-    return duplicates
-
-
-def _item(record: object, line: int) -> dict[str, Any]:
-    """A record as `run_evals` takes it. `messages` (a whole conversation) is split at the
-    last user message into input and output."""
-    if not isinstance(record, Mapping):
-        raise ValueError("a record must be a JSON object")
-    record = split_messages(record)
-    if "input" not in record or "output" not in record:
-        raise ValueError("a record needs 'input' and 'output' (or 'messages')")
-    context = record.get("context")
-    if context is not None and not (
-        isinstance(context, str)
-        or (isinstance(context, list) and all(isinstance(c, str) for c in context))
-    ):
-        raise ValueError("'context' must be a string or a list of strings")
-    documents = record.get("documents")
-    if documents is not None and not (
-        isinstance(documents, list) and all(isinstance(d, str) for d in documents)
-    ):
-        raise ValueError("'documents' must be a list of strings")
-    coerce_messages(record["output"])  # reject unusable shapes here, with the line number
-    return {**record, "id": str(record.get("id") or f"line-{line}")}
 
 
 def _drop_partial_last_line(path: Path) -> None:
@@ -448,7 +358,7 @@ def _unusable(exc: ResultsFileError) -> str:
 class _RunState:
     """What one run keeps as records finish: rows, failures, progress and the breaker."""
 
-    todo: list[dict[str, Any]]
+    todo: list[EvalTarget]
     output: _Output
     progress: Progress
     breaker: Breaker
@@ -456,8 +366,9 @@ class _RunState:
     failures: FailureTally = field(default_factory=FailureTally)
 
     def record(self, result: EvalItemResult) -> None:
-        record_id = self.todo[result.index]["id"]
-        row = _row(record_id, result)
+        target = self.todo[result.index]
+        record_id = target.id
+        row = _row(target, result)
         if not self.output.write(row):
             return
         self.rows.append(row)
@@ -477,9 +388,10 @@ class _RunState:
         self.progress.close()
 
 
-def _row(record_id: str, result: EvalItemResult) -> dict[str, Any]:
+def _row(target: EvalTarget, result: EvalItemResult) -> dict[str, Any]:
     return {
-        "id": record_id,
+        "id": target.id,
+        "level": target.level,
         "error": result.error,
         "scores": {
             scorer_id: {
@@ -534,11 +446,13 @@ class _Summary:
 
 def _summarize(rows: list[dict[str, Any]], scorers: list[Scorer]) -> _Summary:
     """Like `batch.summarize`: a record that errored before scoring counts as failed for
-    every scorer, and failures count against the pass rate; a record with no context is
-    counted apart, outside the mean and the pass rate."""
+    every scorer of its level, and failures count against the pass rate; a record with no
+    context is counted apart, outside the mean and the pass rate."""
     table, rates, failed_entries, no_context = [], {}, [], {}
-    item_errors = sum(1 for row in rows if row.get("error"))
     for scorer in scorers:
+        item_errors = sum(
+            1 for row in rows if row.get("error") and due(row, scorer.id, scorer.level)
+        )
         entries = [row["scores"][scorer.id] for row in rows if scorer.id in row.get("scores", {})]
         scores = [e["score"] for e in entries if e.get("status") == "scored"]
         verdicts = [bool(e["passed"]) for e in entries if e.get("passed") is not None]

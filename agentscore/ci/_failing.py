@@ -12,7 +12,7 @@ from typing import Any
 
 from agentscore.result import ScoreResult
 
-__all__ = ["case_outcome", "describe_failure", "failing_claims"]
+__all__ = ["case_outcome", "describe_failure", "due", "failing_claims"]
 
 # How a claim's verdict reads in a report; "yes" claims did not lower the score.
 _VERDICT_WORDS = {"no": "contradicted", "unsure": "unverifiable"}
@@ -56,6 +56,14 @@ def describe_failure(
         if claim.get("reason"):
             lines.append(f"    why: {claim.get('reason')}")
     return "\n".join(lines)
+
+
+def due(row: Mapping[str, Any], scorer_id: str, level: str) -> bool:
+    """Whether `scorer_id`, of `level`, judges the target of a results row: the row holds its
+    score, or its target is of that level (a line written when the scorer was not chosen, or
+    a target that failed before scoring). A row written before targets had levels is a
+    generation's."""
+    return scorer_id in (row.get("scores") or {}) or row.get("level", "generation") == level
 
 
 def case_outcome(row: Mapping[str, Any], scorer_id: str) -> str:

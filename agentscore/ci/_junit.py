@@ -1,8 +1,9 @@
 """JUnit XML from `agentscore eval` results, the test-report format CI systems render.
 
-One test suite per scorer, one test case per record: a verdict below the pass line is a
-failure carrying the reason and the failing claims, a score that could not be computed is an
-error, and a record with nothing to judge (no claims, no context) is skipped.
+One test suite per scorer, one test case per target it judges (a generation, a trace or a
+conversation, as the scorer's level says): a verdict below the pass line is a failure
+carrying the reason and the failing claims, a score that could not be computed is an error,
+and a target with nothing to judge (no claims, no context) is skipped.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from agentscore.ci._failing import case_outcome, describe_failure
+from agentscore.ci._failing import case_outcome, describe_failure, due
 
 __all__ = ["write_junit"]
 
@@ -23,17 +24,19 @@ _NOT_XML = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
 
 
 def write_junit(
-    path: Path, rows: Sequence[Mapping[str, Any]], scorer_ids: Sequence[str], seconds: float
+    path: Path, rows: Sequence[Mapping[str, Any]], levels: Mapping[str, str], seconds: float
 ) -> None:
+    """`levels`: each scorer's id and level, in the order of the suites."""
     # No zone suffix: the Ant-era schemas some readers validate against refuse one.
     stamp = datetime.now(UTC).replace(microsecond=0, tzinfo=None).isoformat()
     root = ET.Element("testsuites", name="agentscore eval", time=f"{seconds:.3f}")
     totals = {"tests": 0, "failures": 0, "errors": 0}
-    for scorer_id in scorer_ids:
+    for scorer_id, level in levels.items():
         suite = ET.SubElement(root, "testsuite", name=scorer_id, timestamp=stamp)
         counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
         for row in rows:
-            _add_case(suite, row, scorer_id, counts)
+            if due(row, scorer_id, level):
+                _add_case(suite, row, scorer_id, counts)
         for key, value in counts.items():
             suite.set(key, str(value))
         for key in totals:  # `skipped` is a suite attribute only in the common schemas

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from agentscore.ci._failing import case_outcome
+from agentscore.ci._failing import case_outcome, due
 
 __all__ = ["Own", "cell", "publish", "render_eval", "table"]
 
@@ -63,15 +63,17 @@ def render_eval(
     headers: Sequence[str],
     summary: Sequence[Sequence[str]],
     rows: Sequence[Mapping[str, Any]],
-    higher_is_better: Mapping[str, bool],
+    scorers: Sequence[tuple[str, str, bool]],
     judge: str,
     price: tuple[float, float] | None,
     worst: int = 5,
 ) -> str:
+    """`scorers`: each scorer's id, level and whether a higher score is better."""
     parts = [f"## agentscore eval: {cell(title)}", "", table(headers, summary), ""]
     parts += [_judge_line(rows, judge, price), ""]
-    for scorer_id, higher in higher_is_better.items():
-        parts += _worst_records(rows, scorer_id, higher, worst)
+    for scorer_id, level, higher in scorers:
+        judged = [row for row in rows if due(row, scorer_id, level)]
+        parts += _worst_records(judged, scorer_id, higher, worst)
     return "\n".join(parts) + "\n"
 
 

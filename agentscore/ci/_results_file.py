@@ -18,6 +18,7 @@ from agentscore.ci._jsonl import read_lines
 __all__ = ["ResultsFileError", "read_result_rows"]
 
 _COUNTS = ("judge_calls", "input_tokens", "output_tokens")
+_LEVELS = ("generation", "trace", "conversation")
 
 
 class ResultsFileError(ValueError):
@@ -55,6 +56,8 @@ def _row_problem(row: object) -> str | None:
         return f"a results line must be a JSON object, not {_described(row)}"
     if not isinstance(row.get("id"), str):
         return _wrong(row, "id", "the record 'id'", "a string")
+    if "level" in row and row["level"] not in _LEVELS:
+        return _wrong(row, "level", "the target 'level'", " or ".join(map(repr, _LEVELS)))
     if row.get("error") is not None and not isinstance(row["error"], str):
         return _wrong(row, "error", "the record 'error'", "a string or null")
     scores = row.get("scores")

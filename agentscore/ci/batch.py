@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -18,7 +18,7 @@ from agentscore.errors import ConfigurationError
 from agentscore.messages import Message
 from agentscore.pipeline.generation import Generation, Scoring, score_generation
 from agentscore.result import ScoreResult, ScoreStatus
-from agentscore.run import ScorerRun
+from agentscore.run import Level, ScorerRun, TraceRun
 from agentscore.scorers.base import Scorer
 
 __all__ = [
@@ -27,6 +27,8 @@ __all__ = [
     "ScorerSummary",
     "run_evals",
     "run_evals_sync",
+    "score_targets",
+    "score_targets_sync",
     "split_messages",
     "summarize",
 ]
@@ -82,20 +84,91 @@ async def run_evals(
     or any sync or async callable taking the input), or with `messages` (a whole
     conversation, split after its last user message); optional `ground_truth`, `context`
     (kept in `run.request_context["context"]`, which `agentscore.context.run_context` reads),
-    `documents` (retrieved documents, `run.documents`) and `id`. A failing item is recorded
-    with its error and counts as failed for every scorer; it never stops the run.
-    `on_item_complete` (sync or async) sees each item's result as soon as it is scored.
+    `documents` (retrieved documents, `run.documents`) and `id`. Trace scorers judge each
+    item's own trajectory (`TraceRun.of`: the tool calls and results its messages tell). A
+    failing item is recorded with its error and counts as failed for every scorer; it never
+    stops the run. `on_item_complete` (sync or async) sees each item's result as soon as it is
+    scored.
     """
+    _check_batch(scorers, concurrency, "run_evals")
+    conversational = [scorer.id for scorer in scorers if scorer.level == "conversation"]
+    if conversational:
+        raise ConfigurationError(
+            f"run_evals scores generations; {', '.join(conversational)} judge conversations: "
+            "give them to `agentscore eval` with a file of conversation records"
+        )
+
+    async def evaluate(index: int) -> EvalItemResult:
+        return await _evaluate_item(index, data[index], scorers, target)
+
+    items = await _each(len(data), evaluate, concurrency, on_item_complete)
+    summaries = {scorer.id: summarize(scorer, items) for scorer in scorers}
+    return EvalReport(
+        scores={scorer_id: summary.mean for scorer_id, summary in summaries.items()},
+        summaries=summaries,
+        items=items,
+    )
+
+
+async def score_targets(
+    targets: Sequence[Mapping[Level, ScorerRun]],
+    scorers: Sequence[Scorer],
+    *,
+    concurrency: int = 8,
+    on_item_complete: Callable[[EvalItemResult], object] | None = None,
+) -> list[EvalItemResult]:
+    """Score each target, `concurrency` at a time: a target maps each level of scorer that
+    judges it to the run it judges (a generation's `ScorerRun`, its `TraceRun`, a
+    `ConversationRun`); a scorer whose level the target lacks does not judge it. The results
+    come back in the targets' order; `on_item_complete` as with `run_evals`."""
+    _check_batch(scorers, concurrency, "score_targets")
+
+    async def evaluate(index: int) -> EvalItemResult:
+        runs = targets[index]
+        scored = await _score_runs(runs, scorers)
+        return EvalItemResult(
+            index=index, run=next(iter(runs.values()), None), scorer_results=scored
+        )
+
+    return await _each(len(targets), evaluate, concurrency, on_item_complete)
+
+
+def score_targets_sync(
+    targets: Sequence[Mapping[Level, ScorerRun]],
+    scorers: Sequence[Scorer],
+    *,
+    concurrency: int = 8,
+    on_item_complete: Callable[[EvalItemResult], object] | None = None,
+) -> list[EvalItemResult]:
+    """Blocking `score_targets`, safe from sync code and from inside a running loop."""
+
+    async def call() -> list[EvalItemResult]:
+        return await score_targets(
+            targets, scorers, concurrency=concurrency, on_item_complete=on_item_complete
+        )
+
+    return background_loop.call(call)
+
+
+def _check_batch(scorers: Sequence[Scorer], concurrency: int, name: str) -> None:
     if concurrency < 1:
         raise ConfigurationError("concurrency must be at least 1")
     if not scorers:
-        raise ConfigurationError("run_evals needs at least one scorer")
-    results: list[EvalItemResult | None] = [None] * len(data)
+        raise ConfigurationError(f"{name} needs at least one scorer")
+
+
+async def _each(
+    count: int,
+    evaluate: Callable[[int], Awaitable[EvalItemResult]],
+    concurrency: int,
+    on_item_complete: Callable[[EvalItemResult], object] | None,
+) -> list[EvalItemResult]:
+    results: list[EvalItemResult | None] = [None] * count
     slots = anyio.Semaphore(concurrency)
 
-    async def one(index: int, item: Mapping[str, Any]) -> None:
+    async def one(index: int) -> None:
         async with slots:
-            outcome = await _evaluate_item(index, item, scorers, target)
+            outcome = await evaluate(index)
         results[index] = outcome
         if on_item_complete is not None:
             returned = on_item_complete(outcome)
@@ -103,15 +176,9 @@ async def run_evals(
                 await returned
 
     async with anyio.create_task_group() as task_group:
-        for index, item in enumerate(data):
-            task_group.start_soon(one, index, item)
-    items = [result for result in results if result is not None]
-    summaries = {scorer.id: summarize(scorer, items) for scorer in scorers}
-    return EvalReport(
-        scores={scorer_id: summary.mean for scorer_id, summary in summaries.items()},
-        summaries=summaries,
-        items=items,
-    )
+        for index in range(count):
+            task_group.start_soon(one, index)
+    return [result for result in results if result is not None]
 
 
 def run_evals_sync(
@@ -161,14 +228,28 @@ async def _evaluate_item(
     except Exception as exc:
         # The target's own errors can quote its credentials ("Bearer sk-..." from the SDK).
         return EvalItemResult(index=index, error=redact(f"{type(exc).__name__}: {exc}"))
-    # The pipeline's composition, with no telemetry, retry or sink: a batch run emits no
-    # spans, and its failures are reported per record (the CLI's circuit breaker stops a dead
-    # judge). The item's LLM scorers on one judge share one judge request.
-    results = await score_generation(Generation.of(scorers), run, _BATCH)
+    runs: dict[Level, ScorerRun] = {"generation": run}
+    if any(scorer.level == "trace" for scorer in scorers):
+        runs["trace"] = TraceRun.of(run)
+    return EvalItemResult(index=index, run=run, scorer_results=await _score_runs(runs, scorers))
+
+
+async def _score_runs(
+    runs: Mapping[Level, ScorerRun], scorers: Sequence[Scorer]
+) -> dict[str, ScoreResult]:
+    """Each scorer on the run of its level, if the target has one. The pipeline's
+    composition, with no telemetry, retry or sink: a batch run emits no spans, and its
+    failures are reported per record (the CLI's circuit breaker stops a dead judge). The LLM
+    scorers of one run on one judge share one judge request."""
+    found: dict[str, ScoreResult] = {}
+    for level, run in runs.items():
+        chosen = [scorer for scorer in scorers if scorer.level == level]
+        if chosen:
+            results = await score_generation(Generation.of(chosen), run, _BATCH)
+            found.update((s.id, result) for s, result in zip(chosen, results, strict=True))
     # In the scorers' order, not the order they finished in (sharing a request, they finish
     # together), so reports and "first failure" lines are stable.
-    ordered = {scorer.id: result for scorer, result in zip(scorers, results, strict=True)}
-    return EvalItemResult(index=index, run=run, scorer_results=ordered)
+    return {scorer.id: found[scorer.id] for scorer in scorers if scorer.id in found}
 
 
 def split_messages(record: Mapping[str, Any]) -> Mapping[str, Any]:
