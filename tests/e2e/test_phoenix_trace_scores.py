@@ -31,8 +31,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from pydantic import BaseModel
 
-from agentscore import Agent, Evals, Runner, Telemetry
-from agentscore.scorers import create_faithfulness_scorer
+from agentscore import Agent, Evals, Runner, ScoringSpanProcessor, Telemetry
+from agentscore.scorers import create_faithfulness_scorer, create_tool_efficiency_scorer
 from agentscore.sinks.backends import PhoenixAnnotations
 from agentscore.testing import ScriptedEndpoint, chat_completion
 from tests.e2e.phoenix import PROJECT_NAME_ATTRIBUTE, PhoenixServer, Span, spans_named
@@ -152,6 +152,70 @@ def test_scores_from_serve_show_on_the_trace_of_a_web_request(
         finally:
             provider.shutdown()
         expect_one_trace_annotation_for_the_worse(phoenix, project, sent)
+
+
+def test_a_trace_scorer_judges_the_whole_web_request_under_its_root(
+    phoenix: PhoenixServer,
+) -> None:
+    # A trace-level scorer through the span processor: a web request whose handler runs a
+    # real pydantic-ai agent twice is one target (both runs, their two tool calls), judged
+    # once its root `POST /chat` has ended; its evaluation span sits under that root and its
+    # score is a trace annotation.
+    from pydantic_ai import Agent as PydanticAgent
+    from pydantic_ai.capabilities.instrumentation import Instrumentation
+    from pydantic_ai.models.instrumented import InstrumentationSettings
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    project = f"agentscore-trace-level-{uuid.uuid4().hex[:8]}"
+    provider = app_provider(project, phoenix.otlp_traces_endpoint)
+    runner = Runner()
+    evals = Evals(
+        scorers=[create_tool_efficiency_scorer(max_repeats=0)],
+        runner=runner,
+        on_score=PhoenixAnnotations(phoenix.base_url),
+        telemetry=Telemetry(tracer_provider=provider, capture_content=True),
+    )
+    scoring = ScoringSpanProcessor(evals, trace_grace=0.0)
+    provider.add_span_processor(scoring)
+    model = OpenAIChatModel(
+        "agent-model", provider=OpenAIProvider(openai_client=chat_model().client(max_retries=0))
+    )
+    settings = InstrumentationSettings(tracer_provider=provider, include_content=True)
+    agent = PydanticAgent(model, name="support", capabilities=[Instrumentation(settings)])
+    agent.tool_plain(lookup_order.function)  # the same function, as a pydantic-ai tool
+    app = FastAPI(telemetry={"tracer_provider": provider, "metrics": False, "logs": False})
+
+    @app.post("/chat")
+    def chat(body: Chat) -> dict[str, Any]:
+        agent.run_sync(body.message)
+        agent.run_sync(body.message + " Please check again.")
+        return {"trace_id": f"{trace.get_current_span().get_span_context().trace_id:032x}"}
+
+    try:
+        sent = ask(app)
+        assert scoring.force_flush()  # the trace is due: its root ended, no grace
+        assert runner.flush(timeout=60)  # the score, and the sink's batched posts
+        assert provider.force_flush(timeout_millis=15_000)
+    finally:
+        provider.shutdown()
+        runner.shutdown(10)
+    trace_id = sent["trace_id"]
+    spans = phoenix.wait_for_spans(
+        project, lambda s: bool(spans_named(s, "evaluation tool_efficiency")), timeout=90
+    )
+    [root] = [span for span in spans if span["parent_id"] is None]
+    assert root["name"] == "POST /chat"
+    [evaluation] = spans_named(spans, "evaluation tool_efficiency")
+    assert evaluation["parent_id"] == root["context"]["span_id"]
+    # lookup_order(42) twice in one trace, with max_repeats=0: a repeat, named.
+    [annotation] = wait_for_trace_annotations(
+        phoenix, project, trace_id, lambda found: any(a["name"] == "tool_efficiency" for a in found)
+    )
+    assert annotation["result"]["label"] == "fail"
+    assert annotation["result"]["score"] == 0.75
+    explanation = annotation["result"]["explanation"]
+    assert "lookup_order called 2 times with the same arguments" in explanation
 
 
 def expect_one_trace_annotation_for_the_worse(
