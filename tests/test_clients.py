@@ -15,7 +15,7 @@ from openai import AsyncOpenAI
 from agentscore._wire.clients import LoopLocalClient, create_chat_completion
 from agentscore.testing import chat_completion
 from tests.raw_http import RawReply, raw_http_server
-from tests.seeds import PYTHON, verify_reply
+from tests.support.seeds import PYTHON, verify_reply
 
 ROOT = Path(__file__).resolve().parent.parent
 GOOD_BODY = RawReply(json.dumps(chat_completion(verify_reply(PYTHON)).body).encode())
@@ -67,7 +67,7 @@ from agentscore.judges import OpenAIJudge
 from agentscore.scorers import create_faithfulness_scorer
 from tests.raw_http import RawReply, raw_http_server
 from tests.test_clients import GOOD_BODY
-from tests.seeds import PYTHON
+from tests.support.seeds import PYTHON
 
 run = {"input": PYTHON.query, "output": PYTHON.response}
 with raw_http_server([GOOD_BODY]) as server:

@@ -32,7 +32,7 @@ import pytest
 from agentscore.serve.forward import FORWARD_USER_AGENT
 from agentscore.testing import server_sent_events
 from tests.http_collector import http_collector
-from tests.serve_support import (
+from tests.support.serve import (
     evaluation_spans,
     free_port,
     received_spans,

@@ -24,7 +24,7 @@ from agentscore.cli import main
 from agentscore.telemetry.setup import JsonlExporter
 from agentscore.testing import chat_completion
 from tests.chat_server import Answer, Request, chat_server
-from tests.serve_support import recorded_generations
+from tests.support.serve import recorded_generations
 
 PRICE = (0.15, 0.6)  # per million input and output tokens
 SENTENCES = [

@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from agentscore.cli import main
 from agentscore.telemetry.setup import JsonlExporter
 from tests.conftest import span_context
-from tests.serve_support import ANSWER, WRONG, recorded_generations
+from tests.support.serve import ANSWER, WRONG, recorded_generations
 from tests.test_cli import offline_env
 
 

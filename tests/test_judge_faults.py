@@ -19,7 +19,7 @@ from agentscore.testing import (
     network_failure,
 )
 from tests.raw_http import RawReply, raw_http_server
-from tests.seeds import PYTHON, verify_reply
+from tests.support.seeds import PYTHON, verify_reply
 
 pytestmark = pytest.mark.anyio
 

@@ -19,7 +19,7 @@ from agentscore.telemetry import semconv
 from agentscore.testing import chat_completion
 from tests.conftest import Otel
 from tests.raw_http import RawReply, raw_http_server
-from tests.seeds import PYTHON, verify_reply
+from tests.support.seeds import PYTHON, verify_reply
 
 RUN = ScorerRun(input=PYTHON.query, output=PYTHON.response)
 GOOD = json.dumps(chat_completion(verify_reply(PYTHON)).body).encode()

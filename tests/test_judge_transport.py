@@ -27,8 +27,8 @@ from agentscore.run import ScorerRun
 from agentscore.scorers import ScoreStatus, create_faithfulness_scorer
 from tests.chat_server import Answer, Request, chat_server, judge_reply
 from tests.raw_http import RawReply, raw_http_server
-from tests.raw_tcp import Conn, reply, tcp_server
-from tests.seeds import PYTHON, verify_reply
+from tests.support.raw_tcp import Conn, reply, tcp_server
+from tests.support.seeds import PYTHON, verify_reply
 
 pytestmark = pytest.mark.anyio
 

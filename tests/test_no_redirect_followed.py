@@ -19,7 +19,7 @@ from agentscore.run import ScorerRun
 from agentscore.scorers import create_faithfulness_scorer
 from agentscore.sinks import LangfuseScores, PhoenixAnnotations
 from tests.raw_http import RawReply, RawServer, raw_http_server
-from tests.seeds import PYTHON
+from tests.support.seeds import PYTHON
 
 pytestmark = pytest.mark.anyio
 

@@ -32,7 +32,7 @@ from agentscore._wire.otlp_settings import (
 )
 from agentscore.errors import ConfigurationError
 from tests.http_collector import http_collector
-from tests.serve_support import ROOT, free_port
+from tests.support.serve import ROOT, SERVE_SCORERS, free_port
 
 TOKEN = "Bearer s3cr3t-otlp-token-987"
 
@@ -381,7 +381,7 @@ def test_a_header_no_request_can_carry_stops_the_start_without_echoing_it(
     assert "s3cr3t" not in str(caught.value)
     # The service refuses to start (exit 2) rather than fail every export, degraded.
     done = subprocess.run(
-        [sys.executable, "-m", "agentscore.cli", "serve", "--scorers", "tests.serve_scorers:evals",
+        [sys.executable, "-m", "agentscore.cli", "serve", "--scorers", SERVE_SCORERS,
          "--queue", str(tmp_path / "q.db"), "--port", str(free_port()), "--grpc-port", "off"],
         env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), **env},
         capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path,

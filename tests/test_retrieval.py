@@ -23,7 +23,7 @@ from agentscore.spans import SpanRecord, TraceAssembler
 from agentscore.telemetry.setup import JsonlExporter
 from tests.conftest import span_context
 from tests.http_collector import http_collector
-from tests.serve_support import attribute, evaluation_spans, serving, wait_for
+from tests.support.serve import attribute, evaluation_spans, serving, wait_for
 from tests.test_span_processor import Pipeline, parts
 
 DOCUMENTS = [

@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 from agentscore.serve.forward import FORWARD_USER_AGENT
 from tests.conftest import span_context
 from tests.http_collector import http_collector
-from tests.serve_support import (
+from tests.support.serve import (
     ANSWER,
     PARAPHRASE,
     WRONG,

@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from tests.http_collector import Collector, http_collector
-from tests.serve_support import (
+from tests.support.serve import (
     ANSWER,
     evaluation_spans,
     free_port,

@@ -17,7 +17,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
 from opentelemetry.proto.trace.v1.trace_pb2 import Status
 
 from tests.http_collector import http_collector
-from tests.serve_support import (
+from tests.support.serve import (
     ANSWER,
     WRONG,
     attribute,

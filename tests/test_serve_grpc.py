@@ -26,8 +26,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from agentscore.cli import main
 from agentscore.serve.grpc_ingest import EXPORT_METHOD
 from tests.http_collector import http_collector
-from tests.serve_support import (
+from tests.support.serve import (
     ANSWER,
+    SERVE_SCORERS,
     WRONG,
     attribute,
     evaluation_spans,
@@ -270,7 +271,7 @@ def test_a_taken_grpc_port_stops_the_start_with_exit_status_2(tmp_path: Path) ->
         taken.listen()
         port = taken.getsockname()[1]
         command = [sys.executable, "-m", "agentscore.cli", "serve", "--scorers"]
-        command += ["tests.serve_scorers:evals", "--port", str(free_port())]
+        command += [SERVE_SCORERS, "--port", str(free_port())]
         command += ["--grpc-port", str(port), "--queue", str(tmp_path / "q.db")]
         done = subprocess.run(
             command,

@@ -24,8 +24,8 @@ from agentscore.cli import main
 from agentscore.serve.call_slots import CallSlots
 from agentscore.serve.grpc_ingest import EXPORT_METHOD
 from tests.http_collector import http_collector
-from tests.raw_h2 import H2Connection
-from tests.serve_support import (
+from tests.support.raw_h2 import H2Connection
+from tests.support.serve import (
     ANSWER,
     protobuf_request,
     recorded_generations,

@@ -24,9 +24,10 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from tests.http_collector import http_collector
 from tests.raw_http import RawReply, raw_http_server
-from tests.serve_support import (
+from tests.support.serve import (
     ANSWER,
     PARAPHRASE,
+    SERVE_SCORERS,
     attribute,
     evaluation_spans,
     protobuf_request,
@@ -400,7 +401,7 @@ def test_network_options_that_cannot_work_stop_the_start_with_exit_2(
     tmp_path: Path, args: list[str], env: dict[str, str], message: str
 ) -> None:
     command = [sys.executable, "-m", "agentscore.cli", "serve"]
-    command += ["--scorers", "tests.serve_scorers:evals", "--queue", str(tmp_path / "q.db")]
+    command += ["--scorers", SERVE_SCORERS, "--queue", str(tmp_path / "q.db")]
     environment = {**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent), **env}
     done = subprocess.run(
         [*command, *args], env=environment, cwd=tmp_path, capture_output=True, text=True

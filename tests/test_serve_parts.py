@@ -30,7 +30,7 @@ from agentscore.serve.stats import ServiceStats
 from agentscore.spans.records import SpanRecord
 from tests.conftest import span_context
 from tests.http_collector import http_collector
-from tests.serve_support import ANSWER, ROOT, free_port, recorded_generations
+from tests.support.serve import ANSWER, ROOT, SERVE_SCORERS, free_port, recorded_generations
 
 
 class Clock:
@@ -285,7 +285,7 @@ def test_malformed_forward_headers_fail_at_start_without_echoing_the_value(
     assert "s3cr3t" not in str(caught.value) and "Evil" not in str(caught.value)
     # The command turns it into exit 2 and one line naming the variable.
     done = subprocess.run(
-        [sys.executable, "-m", "agentscore.cli", "serve", "--scorers", "tests.serve_scorers:evals",
+        [sys.executable, "-m", "agentscore.cli", "serve", "--scorers", SERVE_SCORERS,
          "--queue", str(tmp_path / "q.db"), "--forward", "http://127.0.0.1:9/v1/traces"],
         env={**os.environ, FORWARD_HEADERS_ENV: value, "PYTHONPATH": str(ROOT)},
         capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path,

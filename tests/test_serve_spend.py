@@ -35,9 +35,10 @@ from agentscore.telemetry.core import AGENTSCORE_SCOPE, PRICES_ENV
 from agentscore.telemetry.ledger import OVER_BUDGET, ledger_for
 from agentscore.testing import ScriptedEndpoint, ScriptedReply, chat_completion
 from tests.http_collector import http_collector
-from tests.serve_support import (
+from tests.support.serve import (
     ANSWER,
     ROOT,
+    SERVE_SCORERS,
     free_port,
     protobuf_request,
     recorded_generations,
@@ -180,7 +181,7 @@ def test_serve_takes_the_spend_options_and_shows_the_budget_on_healthz(tmp_path:
 
 
 def test_serve_refuses_a_spend_budget_that_is_not_positive(tmp_path: Path) -> None:
-    command = ["serve", "--scorers", "tests.serve_scorers:evals", "--spend-per-day", "-1"]
+    command = ["serve", "--scorers", SERVE_SCORERS, "--spend-per-day", "-1"]
     done = subprocess.run(
         [sys.executable, "-m", "agentscore.cli", *command, "--queue", str(tmp_path / "q.db")],
         cwd=ROOT,

@@ -17,8 +17,8 @@ import pytest
 from agentscore.result import ScoreResult, ScoreStatus
 from agentscore.sinks.backends import LangfuseScores, PhoenixAnnotations
 from tests.http_collector import http_collector
-from tests.raw_tcp import Conn, tcp_server
-from tests.serve_support import wait_for
+from tests.support.raw_tcp import Conn, tcp_server
+from tests.support.serve import wait_for
 from tests.test_backends import RESULT, posted
 
 pytestmark = pytest.mark.anyio

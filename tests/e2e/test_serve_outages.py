@@ -22,8 +22,9 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
 from agentscore.testing import chat_completion
 from tests.chat_server import Answer, ChatServer, Request, chat_server
 from tests.http_collector import http_collector
-from tests.serve_support import (
+from tests.support.serve import (
     ANSWER,
+    SERVE_SCORERS,
     attribute,
     evaluation_spans,
     free_port,
@@ -199,7 +200,7 @@ def test_two_services_on_one_queue_judge_each_generation_once(tmp_path: Path) ->
         second = subprocess.run(
             [
                 sys.executable,
-                *("-m", "agentscore.cli", "serve", "--scorers", "tests.serve_scorers:evals"),
+                *("-m", "agentscore.cli", "serve", "--scorers", SERVE_SCORERS),
                 *("--port", "0", "--queue", str(tmp_path / "queue.db")),
             ],
             capture_output=True,

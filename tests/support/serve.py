@@ -34,7 +34,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from tests.http_collector import Collector
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
+# What `--scorers` loads in every service a test starts (a dotted path from ROOT).
+SERVE_SCORERS = "tests.support.serve_scorers:evals"
 ORDER = {"order": "1042", "status": "shipped", "carrier": "UPS"}
 ANSWER = "Order 1042 shipped with UPS."
 WRONG = "Order 1042 shipped with FedEx."
@@ -85,7 +87,7 @@ def start_serve(
 ) -> ServeProcess:
     """`otel` replaces the default OTEL_* settings (every signal to `receiver`); `env` adds
     other variables; `nofile` sets the service's file descriptor limit (soft and hard);
-    `command` replaces `python -m agentscore.cli serve --scorers tests.serve_scorers:evals`."""
+    `command` replaces `python -m agentscore.cli serve --scorers SERVE_SCORERS`."""
     port = port or free_port()
     # Never the default 4317: tests (and other services on the machine) run side by side.
     grpc_port = "" if "--grpc-port" in args else str(free_port())
@@ -102,7 +104,7 @@ def start_serve(
     log = tmp_path / f"serve-{port}.log"
     command = [
         *(command or [sys.executable, "-m", "agentscore.cli", "serve"]),
-        *(() if command else ("--scorers", "tests.serve_scorers:evals")),
+        *(() if command else ("--scorers", SERVE_SCORERS)),
         *("--port", str(port), "--queue", str(tmp_path / "queue.db"), *grpc, *args),
     ]
     limit = (

@@ -1,4 +1,5 @@
-"""Scorers that `agentscore serve` imports in the tests (`--scorers tests.serve_scorers:evals`).
+"""Scorers that `agentscore serve` imports in the tests (`--scorers SERVE_SCORERS`, that is
+`tests.support.serve_scorers:evals`).
 
 SERVE_TEST_JUDGE_DELAY (seconds) makes each judge request wait first, so a test can kill the
 service while jobs are being scored. SERVE_TEST_JUDGE=cascade judges with
