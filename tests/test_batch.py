@@ -11,7 +11,7 @@ from agentscore import Agent
 from agentscore.ci.batch import EvalItemResult, run_evals, run_evals_sync
 from agentscore.context import run_context
 from agentscore.scorers import create_faithfulness_scorer, create_hallucination_scorer
-from tests.test_agent import agent_endpoint, lookup_order
+from tests.support.agent import agent_endpoint, lookup_order
 
 CONTEXT = ["The first version of Python was released in 1991."]
 

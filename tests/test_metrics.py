@@ -37,7 +37,7 @@ from agentscore.telemetry.core import AGENTSCORE_SCOPE, SCORE_BOUNDARIES
 from agentscore.telemetry.ledger import ledger_for
 from agentscore.testing import ScriptedEndpoint, ScriptedReply, chat_completion, http_error
 from agentscore.usage import JudgeUsage, Price, judge_cost
-from tests.conftest import Otel
+from tests.support.otel import Otel
 from tests.support.serve import ANSWER, recorded_generations
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "dashboards.md"

@@ -19,7 +19,7 @@ from agentscore.ci.batch import run_evals_sync
 from agentscore.cli import main
 from agentscore.spans import ScoringSpanProcessor
 from agentscore.testing import ScriptedEndpoint, chat_completion
-from tests.http_collector import http_collector
+from tests.support.http_server import http_server
 from tests.support.new_scorers import check, lookup_order, new_scorers
 from tests.support.serve import attribute, evaluation_spans, send_generations, serving, wait_for
 
@@ -158,7 +158,7 @@ def test_agentscore_eval_command(tmp_path: Path, capsys: pytest.CaptureFixture[s
 
 def test_agentscore_serve(tmp_path: Path) -> None:
     scorers = ("--scorers", "tests.support.new_scorers:evals")
-    with http_collector() as receiver, serving(tmp_path, receiver.url, *scorers) as serve:
+    with http_server() as receiver, serving(tmp_path, receiver.url, *scorers) as serve:
         send_generations(serve.url, [ANSWER])
         wait_for(lambda: len(evaluation_spans(receiver)) == 8, what="eight evaluations")
         serve.terminate()

@@ -34,7 +34,7 @@ from agentscore.serve.service import ServeOptions, build_service
 from agentscore.telemetry.core import AGENTSCORE_SCOPE, PRICES_ENV
 from agentscore.telemetry.ledger import OVER_BUDGET, ledger_for
 from agentscore.testing import ScriptedEndpoint, ScriptedReply, chat_completion
-from tests.http_collector import http_collector
+from tests.support.http_server import http_server
 from tests.support.serve import (
     ANSWER,
     ROOT,
@@ -159,7 +159,7 @@ def test_a_spent_window_delays_jobs_on_disk_and_refuses_new_ones_until_the_next(
 
 def test_serve_takes_the_spend_options_and_shows_the_budget_on_healthz(tmp_path: Path) -> None:
     with (
-        http_collector() as collector,
+        http_server() as collector,
         serving(
             tmp_path,
             collector.url,

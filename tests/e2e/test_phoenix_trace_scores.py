@@ -36,8 +36,8 @@ from agentscore.scorers import create_faithfulness_scorer
 from agentscore.sinks.backends import PhoenixAnnotations
 from agentscore.testing import ScriptedEndpoint, chat_completion
 from tests.e2e.phoenix import PROJECT_NAME_ATTRIBUTE, PhoenixServer, Span, spans_named
+from tests.support.agent import ORDER_ANSWER, lookup_order
 from tests.support.serve import serving
-from tests.test_agent import ORDER_ANSWER, lookup_order
 
 pytestmark = pytest.mark.e2e
 
