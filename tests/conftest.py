@@ -1,60 +1,22 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import cast
 
 import pytest
 from opentelemetry import _logs, metrics, trace
 from opentelemetry.sdk._logs import LoggerProvider
-from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
 from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import (
-    DataPointT,
-    HistogramDataPoint,
-    InMemoryMetricReader,
-    NumberDataPoint,
-)
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import SpanContext
+
+from tests.support.otel import Otel, new_log_exporter
 
 # Run inside GitHub Actions, every `agentscore eval` of the suite would append its report to
 # the job's summary page; the tests that want it set their own file.
 os.environ.pop("GITHUB_STEP_SUMMARY", None)
-
-# The SDK's InMemoryLogRecordExporter.__init__ has no annotations; this is the same class,
-# callable in a typed test.
-new_log_exporter = cast(Callable[[], InMemoryLogRecordExporter], InMemoryLogRecordExporter)
-
-
-def span_context(span: ReadableSpan) -> SpanContext:
-    """A recorded span's context (always set; the SDK's type allows None)."""
-    context = span.get_span_context()
-    assert context is not None
-    return context
-
-
-def number_point(point: DataPointT) -> NumberDataPoint:
-    """A counter's or gauge's data point (the SDK types every point as any kind)."""
-    assert isinstance(point, NumberDataPoint)
-    return point
-
-
-def histogram_point(point: DataPointT) -> HistogramDataPoint:
-    """A histogram's data point (the SDK types every point as any kind)."""
-    assert isinstance(point, HistogramDataPoint)
-    return point
-
-
-@dataclass
-class Otel:
-    spans: InMemorySpanExporter
-    logs: InMemoryLogRecordExporter
-    metrics: InMemoryMetricReader
-
 
 # The global providers can be set once per process: install in-memory ones for the session,
 # as an application would, and let each test clear them.

@@ -23,47 +23,15 @@ from agentscore.scorers import create_hallucination_scorer
 from agentscore.sinks.backends import LangfuseScores, PhoenixAnnotations
 from agentscore.sinks.roots import RootSpans
 from agentscore.testing import ScriptedEndpoint, chat_completion
-from tests.conftest import histogram_point, new_log_exporter, number_point
-from tests.http_collector import Collector, http_collector
-from tests.test_agent import agent_endpoint, lookup_order
+from tests.support.agent import agent_endpoint, lookup_order
+from tests.support.http_server import HttpServer, Reply, http_server
+from tests.support.otel import histogram_point, new_log_exporter, number_point
+from tests.support.sinks import RESULT, posted
 
 pytestmark = pytest.mark.anyio
 
-RESULT = ScoreResult(
-    scorer_id="hallucination",
-    run_id="run-1",
-    status=ScoreStatus.SCORED,
-    score=0.5,
-    passed=True,
-    label="pass",
-    reason='The score is 0.5 because "Members get free express shipping" is not supported.',
-    analyze_step_result={
-        "verdicts": [
-            {"claim": "Order 42 shipped.", "verdict": "yes", "reason": "the tool says shipped"},
-            {
-                "claim": "Members get free express shipping.",
-                "verdict": "unsure",
-                "reason": "no tool result mentions shipping costs",
-            },
-        ]
-    },
-    trace_id="0af7651916cd43dd8448eb211c80319c",
-    span_id="b7ad6b7169203331",
-    judge_model="local",
-)
 
-
-def posted(collector: Collector, endpoint: str) -> list[list[Any]]:
-    """The list each POST to `endpoint` carried, in the order they came."""
-    lists: list[list[Any]] = []
-    for request in list(collector.received):
-        if request.path == endpoint:
-            body = request.json()
-            lists.append(body["batch"] if "batch" in body else body["data"])
-    return lists
-
-
-def only(collector: Collector, endpoint: str) -> Any:
+def only(collector: HttpServer, endpoint: str) -> Any:
     [[item]] = posted(collector, endpoint)
     return item
 
@@ -76,14 +44,14 @@ async def delivered(sink: PhoenixAnnotations | LangfuseScores, *results: ScoreRe
 
 
 async def test_phoenix_annotation_on_the_agent_span_and_on_its_trace() -> None:
-    with http_collector() as collector:
+    with http_server() as collector:
         await delivered(PhoenixAnnotations(collector.url, api_key="px-secret-key"), RESULT)
-    assert {request.path for request in collector.received} == {
+    assert {request.path for request in collector.requests} == {
         "/v1/span_annotations",
         "/v1/trace_annotations",
     }
-    for request in collector.received:
-        assert request.headers["Authorization"] == "Bearer px-secret-key"
+    for request in collector.requests:
+        assert request.headers["authorization"] == "Bearer px-secret-key"
     annotation = only(collector, "/v1/span_annotations")
     assert annotation["span_id"] == RESULT.span_id
     assert annotation["name"] == "hallucination"
@@ -108,7 +76,7 @@ async def test_phoenix_annotation_on_the_agent_span_and_on_its_trace() -> None:
 
 
 async def test_langfuse_scores_on_the_observation_and_the_trace_with_basic_auth() -> None:
-    with http_collector() as collector:
+    with http_server() as collector:
         sink = LangfuseScores(
             collector.url,
             public_key="pk-lf",
@@ -116,9 +84,9 @@ async def test_langfuse_scores_on_the_observation_and_the_trace_with_basic_auth(
             telemetry=Telemetry(capture_content=True),
         )
         await delivered(sink, RESULT)
-    [request] = collector.received
+    [request] = collector.requests
     assert request.path == "/api/public/ingestion"
-    assert request.headers["Authorization"] == "Basic " + base64.b64encode(
+    assert request.headers["authorization"] == "Basic " + base64.b64encode(
         b"pk-lf:sk-lf-secret"
     ).decode("ascii")
     on_observation, on_trace = request.json()["batch"]
@@ -140,8 +108,8 @@ async def test_langfuse_scores_on_the_observation_and_the_trace_with_basic_auth(
 
 
 async def test_failures_are_logged_never_raised(capsys: pytest.CaptureFixture[str]) -> None:
-    with http_collector() as collector:
-        collector.status = 500
+    with http_server() as collector:
+        collector.reply_with(Reply(500))
         await delivered(
             LangfuseScores(collector.url, public_key="pk", secret_key="sk-lf-hidden"), RESULT
         )
@@ -161,10 +129,10 @@ async def test_results_without_a_trace_or_a_score_are_skipped() -> None:
         }
     )
     untraced = RESULT.model_copy(update={"span_id": None, "trace_id": None})
-    with http_collector() as collector:
+    with http_server() as collector:
         await delivered(LangfuseScores(collector.url, public_key="p", secret_key="s"), failed)
         await delivered(PhoenixAnnotations(collector.url), untraced)
-    assert collector.received == []
+    assert collector.requests == []
 
 
 NO_CLAIMS = RESULT.model_copy(
@@ -180,7 +148,7 @@ NO_CLAIMS = RESULT.model_copy(
 
 
 async def test_a_run_with_no_claims_posts_its_label_and_no_score() -> None:
-    with http_collector() as collector:
+    with http_server() as collector:
         await delivered(PhoenixAnnotations(collector.url), NO_CLAIMS)
         await delivered(LangfuseScores(collector.url, public_key="p", secret_key="s"), NO_CLAIMS)
     expected = {"label": "no_claims", "explanation": "no claims to check"}
@@ -193,16 +161,16 @@ async def test_a_run_with_no_claims_posts_its_label_and_no_score() -> None:
 
 
 async def test_content_switch_off_keeps_claims_out_of_the_annotation() -> None:
-    with http_collector() as collector:
+    with http_server() as collector:
         sink = PhoenixAnnotations(collector.url, telemetry=Telemetry(capture_content=False))
         await delivered(sink, RESULT)
     annotation = only(collector, "/v1/span_annotations")
     assert annotation["metadata"] == {"status": "scored", "judge_model": "local"}
-    assert "Members" not in json.dumps([request.json() for request in collector.received])
+    assert "Members" not in json.dumps([request.json() for request in collector.requests])
 
 
 async def test_content_switch_on_sends_the_reason_and_every_claim() -> None:
-    with http_collector() as collector:
+    with http_server() as collector:
         sink = PhoenixAnnotations(collector.url, telemetry=Telemetry(capture_content=True))
         await delivered(sink, RESULT)
     for endpoint in ("/v1/span_annotations", "/v1/trace_annotations"):
@@ -212,7 +180,7 @@ async def test_content_switch_on_sends_the_reason_and_every_claim() -> None:
 
 
 def traced_agent(
-    answer_endpoint: ScriptedEndpoint, collector: Collector, *, capture_content: bool
+    answer_endpoint: ScriptedEndpoint, collector: HttpServer, *, capture_content: bool
 ) -> tuple[Agent, InMemorySpanExporter, InMemoryLogRecordExporter, InMemoryMetricReader, Any]:
     """An agent with its own providers, a local-judge hallucination scorer, and a Phoenix
     sink that was given no content flag of its own."""
@@ -269,7 +237,7 @@ def histogram_points(reader: InMemoryMetricReader) -> int:
 
 def test_the_agents_content_switch_governs_the_span_and_the_annotation() -> None:
     for capture in (True, False):
-        with http_collector() as collector:
+        with http_server() as collector:
             agent, spans, _, _, _ = traced_agent(
                 agent_endpoint(), collector, capture_content=capture
             )
@@ -341,7 +309,7 @@ def runs_by_outcome(reader: InMemoryMetricReader) -> dict[str, int]:
 def test_a_run_not_judged_carries_no_score_on_span_log_record_annotation_or_metric(
     script: list[Any], status: ScoreStatus, explanation: str
 ) -> None:
-    with http_collector() as collector:
+    with http_server() as collector:
         agent, spans, logs, metrics, _ = traced_agent(
             ScriptedEndpoint(script), collector, capture_content=False
         )
@@ -377,7 +345,7 @@ async def test_a_run_with_no_context_posts_its_label_and_no_score_to_langfuse() 
             "analyze_step_result": None,
         }
     )
-    with http_collector() as collector:
+    with http_server() as collector:
         await delivered(LangfuseScores(collector.url, public_key="p", secret_key="s"), no_context)
     [events] = posted(collector, "/api/public/ingestion")
     for event in events:
@@ -387,7 +355,7 @@ async def test_a_run_with_no_context_posts_its_label_and_no_score_to_langfuse() 
 
 
 def test_a_scored_run_reaches_the_score_histogram() -> None:
-    with http_collector() as collector:
+    with http_server() as collector:
         agent, _, _, metrics, _ = traced_agent(agent_endpoint(), collector, capture_content=False)
         agent.generate_sync("Where is order 42?")
         assert agent.flush(timeout=30)
@@ -395,7 +363,7 @@ def test_a_scored_run_reaches_the_score_histogram() -> None:
 
 
 def test_the_trace_root_is_annotated_as_well() -> None:
-    with http_collector() as collector:
+    with http_server() as collector:
         agent, _, _, _, tracer_provider = traced_agent(
             agent_endpoint(), collector, capture_content=False
         )
@@ -412,7 +380,7 @@ def test_the_trace_root_is_annotated_as_well() -> None:
 
 
 def test_an_agent_span_that_is_its_own_root_is_annotated_once() -> None:
-    with http_collector() as collector:
+    with http_server() as collector:
         agent, _, _, _, _ = traced_agent(agent_endpoint(), collector, capture_content=False)
         result = agent.generate_sync("Where is order 42?")
         assert agent.flush(timeout=30)

@@ -12,7 +12,7 @@ from agentscore.ci.batch import EvalItemResult, run_evals, run_evals_sync
 from agentscore.context import run_context
 from agentscore.errors import ConfigurationError
 from agentscore.scorers import create_faithfulness_scorer, create_hallucination_scorer
-from tests.test_agent import agent_endpoint, lookup_order
+from tests.support.agent import agent_endpoint, lookup_order
 
 CONTEXT = ["The first version of Python was released in 1991."]
 
@@ -157,7 +157,7 @@ def test_sync_form_from_plain_code() -> None:
 
 
 async def test_trace_scorers_judge_each_items_own_trajectory() -> None:
-    from tests.level_scorers import ANSWERED_EVERY_TURN, NO_REPEATS
+    from tests.support.level_scorers import ANSWERED_EVERY_TURN, NO_REPEATS
 
     def called(call_id: str) -> dict[str, Any]:
         function = {"name": "lookup_order", "arguments": "{}"}

@@ -18,8 +18,7 @@ from agentscore.judges import OpenAIJudge
 from agentscore.judges.cascade import Agreement, CascadeJudge, cascade_health
 from agentscore.scorers import create_faithfulness_scorer
 from agentscore.testing import ScriptedEndpoint, ScriptedReply, chat_completion
-from tests.conftest import Otel, number_point
-from tests.test_cascade import (
+from tests.support.cascade import (
     CONTEXT,
     INVENTED,
     SURE_ANSWER,
@@ -28,6 +27,7 @@ from tests.test_cascade import (
     run,
     verdict_rows,
 )
+from tests.support.otel import Otel, number_point
 
 pytestmark = pytest.mark.anyio
 

@@ -18,7 +18,7 @@ from agentscore.scorers import (
     create_hallucination_scorer,
 )
 from agentscore.testing import ScriptedEndpoint, chat_completion, http_error
-from tests.seeds import ALL, GROWTH, MARS, PYTHON, TESLA, SeedExample, verify_reply
+from tests.support.seeds import ALL, GROWTH, MARS, PYTHON, TESLA, SeedExample, verify_reply
 
 pytestmark = pytest.mark.anyio
 

@@ -3,35 +3,19 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from agentscore.cli import main
+from tests.support.eval_cli import GROUNDED, WRONG, offline_env, results_of, write_jsonl
 
-ROOT = Path(__file__).resolve().parents[1]
-
-GROUNDED = {
-    "id": "grounded",
-    "input": "When was Python first released?",
-    "output": "Python was first released in 1991.",
-    "context": ["The first version of Python was released in 1991."],
-}
-WRONG = {
-    "id": "wrong",
-    "input": "When was Python first released?",
-    "output": "Python was first released in 2005.",
-    "context": ["The first version of Python was released in 1991."],
-}
 TOOLS = {
     "id": "tools",
     "messages": [
@@ -51,17 +35,6 @@ TOOLS = {
         {"role": "assistant", "content": "Order 42 has shipped."},
     ],
 }
-
-
-def offline_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "OTEL_"))}
-    env["PYTHONPATH"] = str(ROOT)
-    return env
-
-
-def write_jsonl(path: Path, records: Sequence[object]) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
-    return path
 
 
 def test_demo_runs_offline_and_prints_the_score_table(tmp_path: Path) -> None:
@@ -240,10 +213,6 @@ HALF_INVENTED = {
     "output": "Python was first released in 1991. It was written at Google in Zurich.",
     "context": ["The first version of Python was released in 1991."],
 }
-
-
-def results_of(out: Path) -> dict[str, Any]:
-    return {row["id"]: row["scores"] for row in map(json.loads, out.read_text().splitlines())}
 
 
 def test_each_scorer_has_its_own_threshold_in_its_own_direction(

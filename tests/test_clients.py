@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import subprocess
 import sys
 import textwrap
@@ -13,20 +12,22 @@ import trio
 from openai import AsyncOpenAI
 
 from agentscore._wire.clients import LoopLocalClient, create_chat_completion
-from agentscore.testing import chat_completion
-from tests.raw_http import RawReply, raw_http_server
-from tests.seeds import PYTHON, verify_reply
+from tests.support.chat import judge_reply
+from tests.support.http_server import http_server
+from tests.support.seeds import PYTHON, verify_reply
 
 ROOT = Path(__file__).resolve().parent.parent
-GOOD_BODY = RawReply(json.dumps(chat_completion(verify_reply(PYTHON)).body).encode())
+GOOD_BODY = judge_reply(verify_reply(PYTHON))
 
 
 def test_each_loop_gets_its_own_client_closed_when_the_loop_ends() -> None:
-    with raw_http_server([GOOD_BODY]) as server:
+    with http_server([GOOD_BODY]) as server:
         made: list[AsyncOpenAI] = []
 
         def factory() -> AsyncOpenAI:
-            made.append(AsyncOpenAI(api_key="sk-loop-test", base_url=server.url, max_retries=0))
+            made.append(
+                AsyncOpenAI(api_key="sk-loop-test", base_url=server.base_url, max_retries=0)
+            )
             return made[-1]
 
         clients = LoopLocalClient(factory)
@@ -65,13 +66,13 @@ import asyncio, gc, json, sys
 import trio
 from agentscore.judges import OpenAIJudge
 from agentscore.scorers import create_faithfulness_scorer
-from tests.raw_http import RawReply, raw_http_server
-from tests.test_clients import GOOD_BODY
-from tests.seeds import PYTHON
+from tests.support.chat import judge_reply
+from tests.support.http_server import http_server
+from tests.support.seeds import PYTHON, verify_reply
 
 run = {"input": PYTHON.query, "output": PYTHON.response}
-with raw_http_server([GOOD_BODY]) as server:
-    judge = OpenAIJudge("m", base_url=server.url, api_key="sk-loop-test", use_cache=False)
+with http_server(judge_reply(verify_reply(PYTHON))) as server:
+    judge = OpenAIJudge("m", base_url=server.base_url, api_key="sk-loop-test", use_cache=False)
     scorer = create_faithfulness_scorer(judge, context=PYTHON.context)
 
     async def score():
@@ -79,7 +80,7 @@ with raw_http_server([GOOD_BODY]) as server:
         return (await scorer.run(run)).score
 
     async def score_with_own_judge():
-        own = OpenAIJudge("m", base_url=server.url, api_key="sk-loop-test")
+        own = OpenAIJudge("m", base_url=server.base_url, api_key="sk-loop-test")
         return (await create_faithfulness_scorer(own, context=PYTHON.context).run(run)).score
 
     scores = [asyncio.run(score()), trio.run(score), asyncio.run(score()), trio.run(score),

@@ -8,7 +8,7 @@ import pytest
 
 from agentscore.ci.compare import SHOWN_FLIPS, compare_results, read_results
 from agentscore.cli import main
-from tests.test_cli import GROUNDED, WRONG, write_jsonl
+from tests.support.eval_cli import GROUNDED, WRONG, write_jsonl
 
 
 def scored(tmp_path: Path, name: str, wrong_ids: set[int], total: int = 20) -> Path:

@@ -10,7 +10,7 @@ from agentscore.compat import deepeval, mastra
 from agentscore.errors import ConfigurationError
 from agentscore.judges import OpenAIJudge
 from agentscore.testing import ScriptedEndpoint, chat_completion
-from tests.seeds import FOUNDED, GROWTH, MARS, PYTHON, TESLA, SeedExample, verify_reply
+from tests.support.seeds import FOUNDED, GROWTH, MARS, PYTHON, TESLA, SeedExample, verify_reply
 
 
 def judge_for(endpoint: ScriptedEndpoint) -> OpenAIJudge:

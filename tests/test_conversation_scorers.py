@@ -26,7 +26,8 @@ from agentscore.scorers import (
     create_task_completion_scorer,
 )
 from agentscore.testing import ScriptedEndpoint, ScriptedReply, chat_completion, http_error
-from tests.chat_server import Answer, Request, chat_server, judge_reply
+from tests.support.chat import judge_reply
+from tests.support.http_server import Reply, Request, http_server
 
 pytestmark = pytest.mark.anyio
 
@@ -205,10 +206,10 @@ async def test_the_one_request_carries_each_turn_once_and_a_described_section_ea
 
 
 async def test_over_real_http_the_three_still_make_one_request() -> None:
-    def judge(request: Request) -> Answer:
+    def judge(request: Request) -> Reply:
         return judge_reply(SECTIONS)
 
-    with chat_server(judge) as server:
+    with http_server(judge) as server:
         scorers = [
             factory(
                 OpenAIJudge(

@@ -31,8 +31,8 @@ import pytest
 
 from agentscore.serve.forward import FORWARD_USER_AGENT
 from agentscore.testing import server_sent_events
-from tests.http_collector import http_collector
-from tests.serve_support import (
+from tests.support.http_server import http_server
+from tests.support.serve import (
     evaluation_spans,
     free_port,
     received_spans,
@@ -389,8 +389,8 @@ def test_the_sidecar_recipe_scores_the_apps_generation_and_forwards_its_spans(
         "from agentscore.scorers import create_faithfulness_scorer\n"
         'evals = Evals(scorers=[create_faithfulness_scorer("local")])\n'
     )
-    port = free_port()
-    with http_collector() as backend, model_server() as model:
+    with http_server() as backend, model_server() as model:
+        port = free_port()  # after the servers took theirs: free_port's may be handed out again
         overrides = ["--port", str(port), "--queue", str(tmp_path / "sidecar.db")]
         overrides += ["--forward", f"{backend.url}/v1/traces"]
         command = [*launcher, sys.executable, "-m", "agentscore.cli", "serve"]
@@ -421,8 +421,7 @@ def test_the_sidecar_recipe_scores_the_apps_generation_and_forwards_its_spans(
     assert health["scored"] == 1
     assert health["forward_failures"] == 0
     # The app sent its spans to the sidecar only: the backend has them through --forward.
-    agents = ("User-Agent", FORWARD_USER_AGENT)
-    assert any(agents in item.headers.items() for item in backend.received)
+    assert any(item.headers.get("user-agent") == FORWARD_USER_AGENT for item in backend.requests)
     [agent_span] = [s for s in received_spans(backend) if s.name == "invoke_agent support"]
     [evaluation] = evaluation_spans(backend)
     assert evaluation.name == "evaluation faithfulness"

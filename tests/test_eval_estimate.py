@@ -1,6 +1,6 @@
 """`agentscore eval --estimate` against what the run then spends.
 
-The judge is a real OpenAI-compatible HTTP server on 127.0.0.1 (tests/chat_server.py) that
+The judge is a real OpenAI-compatible HTTP server on 127.0.0.1 (tests/support/http_server.py) that
 answers like an LLM judge would: it reads the ANSWER out of the prompt it receives, splits
 it into sentences of its own, and gives each a verdict and a reason it writes. The usage it
 reports is its own count of what it received and what it sent (characters / 4: the rule the
@@ -23,8 +23,8 @@ import pytest
 from agentscore.cli import main
 from agentscore.telemetry.setup import JsonlExporter
 from agentscore.testing import chat_completion
-from tests.chat_server import Answer, Request, chat_server
-from tests.serve_support import recorded_generations
+from tests.support.http_server import Reply, Request, http_server, json_reply
+from tests.support.serve import recorded_generations
 
 PRICE = (0.15, 0.6)  # per million input and output tokens
 SENTENCES = [
@@ -62,8 +62,8 @@ class Judge:
         self.lock = threading.Lock()
         self.requests = self.input_tokens = self.output_tokens = 0
 
-    def __call__(self, request: Request) -> Answer:
-        body = request.body
+    def __call__(self, request: Request) -> Reply:
+        body = request.json()
         prompt = body["messages"][-1]["content"]
         match = _BLOCK.search(prompt)
         answer = match.group(1) if match else ""
@@ -93,7 +93,7 @@ class Judge:
         reply_body = chat_completion(
             content, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
         ).body
-        return Answer(payload=reply_body)
+        return json_reply(reply_body)
 
 
 def estimated(text: str) -> tuple[int, int, int, float]:
@@ -123,7 +123,7 @@ def test_the_estimate_sends_nothing_and_comes_within_ten_percent_of_the_run(
     data = tmp_path / "runs.jsonl"
     data.write_text("".join(json.dumps(record) + "\n" for record in records()))
     judge = Judge()
-    with chat_server(judge) as server:
+    with http_server(judge) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "sk-estimate-test")
         common = ["eval", str(data), "--judge", "judge-model", "--scorer", scorers]
@@ -157,7 +157,7 @@ def test_the_estimate_of_stored_traces_matches_their_run(
     exporter.export(recorded_generations(answers))
     exporter.shutdown()
     judge = Judge()
-    with chat_server(judge) as server:
+    with http_server(judge) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "sk-estimate-test")
         monkeypatch.setenv("AGENTSCORE_JUDGE_PRICES", '{"judge-model": [0.15, 0.6]}')

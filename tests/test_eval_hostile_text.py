@@ -14,7 +14,7 @@ from junitparser import JUnitXml
 
 from agentscore.ci._markdown import cell
 from agentscore.cli import main
-from tests.test_cli import GROUNDED, WRONG, write_jsonl
+from tests.support.eval_cli import GROUNDED, WRONG, write_jsonl
 
 # Every character `str.splitlines` ends a line at, and so every one a naive reader splits on.
 LINE_BREAKS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"

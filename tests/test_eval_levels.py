@@ -19,11 +19,12 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from agentscore.cli import main
 from agentscore.telemetry.setup import JsonlExporter
-from tests.chat_server import Answer, Request, chat_server, judge_reply
-from tests.test_cli import GROUNDED, write_jsonl
-from tests.test_eval_reports import cases_by_outcome
+from tests.support.chat import judge_reply
+from tests.support.eval_cli import GROUNDED, cases_by_outcome, write_jsonl
+from tests.support.http_server import Reply, Request, http_server
 
-ALL = "tests.level_scorers:ALL"
+SCORERS = "tests.support.level_scorers"
+ALL = f"{SCORERS}:ALL"
 
 
 RESULT = '{"order_id": 42, "status": "shipped"}'
@@ -143,7 +144,7 @@ def test_bad_conversation_records_are_named_by_line(
         {"id": "context", "turns": SILENT["turns"], "context": 7},
     ]
     data = write_jsonl(tmp_path / "conversations.jsonl", records)
-    argv = ["eval", str(data), "--scorer", "tests.level_scorers:LEVELS"]
+    argv = ["eval", str(data), "--scorer", f"{SCORERS}:LEVELS"]
     assert main(argv) == 2
     err = capsys.readouterr().err
     expected = {
@@ -165,7 +166,7 @@ def test_bad_conversation_records_are_named_by_line(
     assert sorted(rows_of(out)) == ["silent", "silent/turn-1", "silent/turn-2"]
 
     one_bad = write_jsonl(tmp_path / "one.jsonl", [SILENT, {"id": "x", "turns": "Hi"}])
-    assert main(["eval", str(one_bad), "--scorer", "tests.level_scorers:LEVELS"]) == 2
+    assert main(["eval", str(one_bad), "--scorer", f"{SCORERS}:LEVELS"]) == 2
     err = capsys.readouterr().err
     assert f"{one_bad}:2: skipped: 'turns' must be a non-empty list" in err
 
@@ -174,7 +175,7 @@ def test_conversation_scorers_on_a_file_without_conversations_say_what_they_need
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     data = write_jsonl(tmp_path / "runs.jsonl", [GROUNDED])
-    assert main(["eval", str(data), "--scorer", "tests.level_scorers:ANSWERED_EVERY_TURN"]) == 2
+    assert main(["eval", str(data), "--scorer", f"{SCORERS}:ANSWERED_EVERY_TURN"]) == 2
     err = capsys.readouterr().err
     assert f"no conversation record in {str(data)!r} for the conversation scorers" in err
     assert '{"id": ..., "turns": [{"input": ..., "output": ...}, ...]}' in err
@@ -184,9 +185,15 @@ def test_conversation_scorers_on_a_file_without_conversations_say_what_they_need
     ("spec", "problem"),
     [
         ("tests.no_such_module:X", "importing 'tests.no_such_module' failed: ModuleNotFound"),
-        ("tests.level_scorers:MISSING", "'tests.level_scorers' has no 'MISSING'"),
-        ("tests.level_scorers:NOT_SCORERS", "neither an Evals, a scorer nor a list of scorers"),
-        (f"tests.level_scorers:LEVELS,{ALL}", "two scorers share the id 'answered_every_turn'"),
+        (f"{SCORERS}:MISSING", f"'{SCORERS}' has no 'MISSING'"),
+        (
+            f"{SCORERS}:NOT_SCORERS",
+            "neither an Evals, a scorer nor a list of scorers",
+        ),
+        (
+            f"{SCORERS}:LEVELS,{ALL}",
+            "two scorers share the id 'answered_every_turn'",
+        ),
         ("toxicity", "unknown scorer(s) ['toxicity']; choose from"),
     ],
 )
@@ -203,8 +210,8 @@ def test_a_judged_conversation_scorer_asks_once_per_conversation(
 ) -> None:
     prompts: list[str] = []
 
-    def judge(request: Request) -> Answer:
-        prompts.append(request.body["messages"][-1]["content"])
+    def judge(request: Request) -> Reply:
+        prompts.append(request.json()["messages"][-1]["content"])
         why = "the user said their name is Ada"
         return judge_reply({"contradictions": [{"turn": 2, "earlier": 1, "why": why}]})
 
@@ -218,9 +225,16 @@ def test_a_judged_conversation_scorer_asks_once_per_conversation(
     }
     data = write_jsonl(tmp_path / "conversations.jsonl", [ada])
     out, report = tmp_path / "results.jsonl", tmp_path / "report.md"
-    with chat_server(judge) as server:
+    with http_server(judge) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        argv = ["eval", str(data), "--scorer", "tests.level_scorers:JUDGED", "--out", str(out)]
+        argv = [
+            "eval",
+            str(data),
+            "--scorer",
+            f"{SCORERS}:JUDGED",
+            "--out",
+            str(out),
+        ]
         assert main([*argv, "--markdown", str(report)]) == 0
     [prompt] = prompts
     assert prompt.index("turn 1: user: My name is Ada.") < prompt.index("turn 2: user: What")
@@ -389,11 +403,11 @@ def test_conversation_scorers_on_traces_without_conversation_ids_say_so(
     _, _, alone, _ = recorded_traces()
     stored = tmp_path / "traces.jsonl"
     _write([alone], stored, "agentscore-jsonl")
-    argv = ["eval", "--traces", str(stored), "--scorer", "tests.level_scorers:LEVELS"]
+    argv = ["eval", "--traces", str(stored), "--scorer", f"{SCORERS}:LEVELS"]
     assert main(argv) == 0  # the trace scorer had its trace
     err = capsys.readouterr().err
     assert "no conversation found in" in err and "gen_ai.conversation.id" in err
-    argv[-1] = "tests.level_scorers:ANSWERED_EVERY_TURN"
+    argv[-1] = f"{SCORERS}:ANSWERED_EVERY_TURN"
     assert main(argv) == 2
     assert "no conversation found in" in capsys.readouterr().err
 
@@ -404,7 +418,7 @@ def test_a_conversation_id_of_any_text_is_written_safely_everywhere_and_resumed(
     hostile = "<b>x</b>|\u2028y\r\ud800"
     data = write_jsonl(tmp_path / "conversations.jsonl", [{**SILENT, "id": hostile}])
     out, junit, report = tmp_path / "r.jsonl", tmp_path / "r.xml", tmp_path / "r.md"
-    argv = ["eval", str(data), "--scorer", "tests.level_scorers:ANSWERED_EVERY_TURN"]
+    argv = ["eval", str(data), "--scorer", f"{SCORERS}:ANSWERED_EVERY_TURN"]
     argv += ["--out", str(out), "--junit", str(junit), "--markdown", str(report)]
     assert main([*argv, "--fail-under", "1"]) == 1
     assert "Traceback" not in capsys.readouterr().err
@@ -425,7 +439,7 @@ def test_a_results_line_with_an_unknown_level_is_refused_by_file_and_line(
 ) -> None:
     data = write_jsonl(tmp_path / "conversations.jsonl", [SILENT])
     out = tmp_path / "results.jsonl"
-    argv = ["eval", str(data), "--scorer", "tests.level_scorers:ANSWERED_EVERY_TURN"]
+    argv = ["eval", str(data), "--scorer", f"{SCORERS}:ANSWERED_EVERY_TURN"]
     assert main([*argv, "--out", str(out)]) == 0
     row = json.loads(out.read_text())
     out.write_text(json.dumps({**row, "level": "galaxy"}) + "\n")
@@ -467,15 +481,15 @@ def test_built_in_trace_and_conversation_scorers_are_chosen_by_name(
 def test_an_estimate_counts_a_modules_judged_scorer_and_sends_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    def judge(request: Request) -> Answer:
+    def judge(request: Request) -> Reply:
         return judge_reply({"contradictions": []})
 
     ada = {"id": "ada", "turns": [{"input": "My name is Ada.", "output": "Hello Ada."}]}
     data = write_jsonl(tmp_path / "conversations.jsonl", [ada])
-    with chat_server(judge) as server:
+    with http_server(judge) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key-000")
-        argv = ["eval", str(data), "--scorer", "tests.level_scorers:JUDGED", "--estimate"]
+        argv = ["eval", str(data), "--scorer", f"{SCORERS}:JUDGED", "--estimate"]
         assert main([*argv, "--judge", "judge-model"]) == 0
         assert server.requests == []
     out = capsys.readouterr().out

@@ -14,11 +14,18 @@ from typing import Any
 from xml.etree import ElementTree
 
 import pytest
-from junitparser import Error, Failure, JUnitXml, Skipped
 
 from agentscore.cli import main
-from tests.chat_server import Answer, Request, chat_server, judge_reply
-from tests.test_cli import GROUNDED, WRONG, offline_env, results_of, write_jsonl
+from tests.support.chat import judge_reply
+from tests.support.eval_cli import (
+    GROUNDED,
+    WRONG,
+    cases_by_outcome,
+    offline_env,
+    results_of,
+    write_jsonl,
+)
+from tests.support.http_server import Reply, Request, http_server, json_reply
 
 EMPTY = {"id": "empty", "input": "Hello?", "output": "", "context": ["Python dates from 1991."]}
 
@@ -28,20 +35,6 @@ def twenty_records() -> list[dict[str, Any]]:
     records = [{**GROUNDED, "id": f"ok-{n}"} for n in range(14)]
     records += [{**WRONG, "id": f"bad-{n}"} for n in range(5)]
     return [*records, EMPTY]
-
-
-def cases_by_outcome(path: Path) -> dict[str, dict[str, list[Any]]]:
-    """Per suite (scorer): the test cases under each outcome, as (name, result element)."""
-    found: dict[str, dict[str, list[Any]]] = {}
-    for suite in JUnitXml.fromfile(str(path)):
-        outcomes: dict[str, list[Any]] = {"passed": [], "failure": [], "error": [], "skipped": []}
-        for case in suite:
-            kinds = {Failure: "failure", Error: "error", Skipped: "skipped"}
-            results = case.result
-            kind = kinds[type(results[0])] if results else "passed"
-            outcomes[kind].append((case.name, results[0] if results else None))
-        found[suite.name] = outcomes
-    return found
 
 
 def test_junit_of_a_run_with_failures_has_one_failure_per_failing_record_and_scorer(
@@ -111,8 +104,8 @@ def test_judge_errors_are_junit_errors_and_text_xml_cannot_hold_is_replaced(
 def test_markdown_report_goes_to_its_file_and_the_step_summary_with_judge_cost(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def judge(request: Request) -> Answer:
-        prompt = json.dumps(request.body["messages"])
+    def judge(request: Request) -> Reply:
+        prompt = json.dumps(request.json()["messages"])
         verdict = "no" if "2005" in prompt else "yes"
         claim = "Python was first released in 2005." if verdict == "no" else "Python, 1991."
         return judge_reply(
@@ -125,7 +118,7 @@ def test_markdown_report_goes_to_its_file_and_the_step_summary_with_judge_cost(
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key-000")
     data = write_jsonl(tmp_path / "runs.jsonl", [GROUNDED, WRONG])
     report = tmp_path / "report.md"
-    with chat_server(judge) as server:
+    with http_server(judge) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         argv = ["eval", str(data), "--judge", "judge-model", "--scorer", "faithfulness"]
         assert main([*argv, "--markdown", str(report), "--judge-price", "1000,2000"]) == 0
@@ -266,9 +259,9 @@ def test_the_breaker_limit_is_configurable_and_zero_never_stops(
 def test_a_judge_that_recovers_between_failures_is_not_stopped(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    def flaky(request: Request) -> Answer:
-        if "[down]" in json.dumps(request.body["messages"]):
-            return Answer(503, {"error": {"message": "overloaded"}})
+    def flaky(request: Request) -> Reply:
+        if "[down]" in json.dumps(request.json()["messages"]):
+            return json_reply({"error": {"message": "overloaded"}}, 503)
         return judge_reply({"claims": [{"claim": "c", "verdict": "yes", "reason": "r"}]})
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key-000")
@@ -279,7 +272,7 @@ def test_a_judge_that_recovers_between_failures_is_not_stopped(
         for n in range(1, 10)
     ]
     data = write_jsonl(tmp_path / "runs.jsonl", records)
-    with chat_server(flaky) as server:
+    with http_server(flaky) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         argv = ["eval", str(data), "--judge", "m", "--scorer", "faithfulness"]
         assert main([*argv, "--concurrency", "1", "--max-consecutive-failures", "3"]) == 0
@@ -291,9 +284,9 @@ def test_a_judge_that_recovers_between_failures_is_not_stopped(
 def test_many_failures_are_one_line_per_error_type(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    def judge(request: Request) -> Answer:
-        if "2005" in json.dumps(request.body["messages"]):
-            return Answer(400, {"error": {"message": "prompt rejected by policy"}})
+    def judge(request: Request) -> Reply:
+        if "2005" in json.dumps(request.json()["messages"]):
+            return json_reply({"error": {"message": "prompt rejected by policy"}}, 400)
         return judge_reply("this is not JSON")
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key-000")
@@ -301,7 +294,7 @@ def test_many_failures_are_one_line_per_error_type(
     records = [{**GROUNDED, "id": f"g{n}"} for n in range(6)]
     records += [{**WRONG, "id": f"w{n}"} for n in range(4)]
     data = write_jsonl(tmp_path / "runs.jsonl", records)
-    with chat_server(judge) as server:
+    with http_server(judge) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         # Every judge request failed, for two reasons: an error exit (the trust work), and
         # still one line per error type.

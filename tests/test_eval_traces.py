@@ -15,9 +15,9 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 from agentscore.cli import main
 from agentscore.telemetry.setup import JsonlExporter
-from tests.conftest import span_context
-from tests.serve_support import ANSWER, WRONG, recorded_generations
-from tests.test_cli import offline_env
+from tests.support.eval_cli import offline_env
+from tests.support.otel import span_context
+from tests.support.serve import ANSWER, WRONG, recorded_generations
 
 
 def _agent_ids(spans: list[ReadableSpan]) -> list[str]:

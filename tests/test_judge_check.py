@@ -1,7 +1,7 @@
 """Nothing fails silently: `agentscore eval` exits 2 when every judge request is refused,
 whatever the reason; `Evals.check()`, `agentscore check` and `agentscore serve` at start send
 each judge one small request and say what is wrong in plain words. Against a real HTTP server
-(tests/chat_server.py) through the real `openai` client."""
+(tests/support/http_server.py) through the real `openai` client."""
 
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ from agentscore.cli import main
 from agentscore.judges import CascadeJudge, LocalJudge, OpenAIJudge
 from agentscore.scorers import create_faithfulness_scorer, create_hallucination_scorer
 from agentscore.serve.service import load_evals, log_judge_checks
-from tests.chat_server import Answer, Request, Responder, chat_server, echo_key_401, judge_reply
+from tests.support.chat import echo_key_401, judge_reply
+from tests.support.http_server import Reply, Request, Script, http_server, json_reply
 
 KEY = "sk-check-test-0123456789abcdef"
 RUNS = [
@@ -36,17 +37,17 @@ RUNS = [
 ]
 
 
-def not_found(request: Request) -> Answer:
-    model = request.body.get("model")
+def not_found(request: Request) -> Reply:
+    model = request.json().get("model")
     message = f"The model `{model}` does not exist or you do not have access to it."
-    return Answer(404, {"error": {"message": message, "type": "invalid_request_error"}})
+    return json_reply({"error": {"message": message, "type": "invalid_request_error"}}, 404)
 
 
-def bad_request(request: Request) -> Answer:
-    return Answer(400, {"error": {"message": "max_tokens is too large", "type": "invalid"}})
+def bad_request(request: Request) -> Reply:
+    return json_reply({"error": {"message": "max_tokens is too large", "type": "invalid"}}, 400)
 
 
-def pong(request: Request) -> Answer:
+def pong(request: Request) -> Reply:
     return judge_reply({"ok": True})
 
 
@@ -72,13 +73,13 @@ def write_runs(tmp_path: Path) -> Path:
     ],
 )
 def test_eval_exits_2_when_every_judge_request_is_refused(
-    responder: Responder,
+    responder: Script,
     says: str,
     tmp_path: Path,
     openai_env: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    with chat_server(responder) as server:
+    with http_server(responder) as server:
         openai_env.setenv("OPENAI_BASE_URL", server.base_url)
         code = main(["eval", str(write_runs(tmp_path)), "--judge", "judge-modle"])
     assert code == 2
@@ -94,14 +95,14 @@ def test_eval_exits_2_when_every_judge_request_is_refused(
 def test_eval_exits_0_when_the_judge_answers(
     tmp_path: Path, openai_env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    def supported(request: Request) -> Answer:
+    def supported(request: Request) -> Reply:
         # The two scorers of a run share one request: the claims, then a section each.
         verdict = {"items": [{"verdict": "yes", "reason": "stated"}]}
         return judge_reply(
             {"claims": ["Order 1042 shipped with UPS."], "s1": verdict, "s2": verdict}
         )
 
-    with chat_server(supported) as server:
+    with http_server(supported) as server:
         openai_env.setenv("OPENAI_BASE_URL", server.base_url)
         code = main(["eval", str(write_runs(tmp_path)), "--judge", "judge-model"])
     assert code == 0
@@ -126,7 +127,7 @@ def scorers_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model: str) 
 def test_evals_check_reports_a_misspelled_model_in_plain_words(
     openai_env: pytest.MonkeyPatch,
 ) -> None:
-    with chat_server(not_found) as server:
+    with http_server(not_found) as server:
         judge = OpenAIJudge("judge-modle", base_url=server.base_url, max_retries=0)
         evals = Evals(
             scorers=[
@@ -152,9 +153,9 @@ def test_evals_check_reports_a_misspelled_model_in_plain_words(
     [(echo_key_401, "refused the API key"), (pong, None)],
 )
 def test_evals_check_of_a_cascade_asks_its_llm_stage(
-    responder: Responder, says: str | None, openai_env: pytest.MonkeyPatch
+    responder: Script, says: str | None, openai_env: pytest.MonkeyPatch
 ) -> None:
-    with chat_server(responder) as server:
+    with http_server(responder) as server:
         llm = OpenAIJudge("judge-llm", base_url=server.base_url, max_retries=0)
         cascade = CascadeJudge(LocalJudge(), llm)
         checks = Evals(scorers=[create_faithfulness_scorer(cascade)]).check()
@@ -167,7 +168,7 @@ def test_evals_check_of_a_cascade_asks_its_llm_stage(
 
 
 def test_each_check_asks_the_endpoint_not_the_reply_cache(openai_env: pytest.MonkeyPatch) -> None:
-    with chat_server(pong) as server:
+    with http_server(pong) as server:
         judge = OpenAIJudge("judge-model", base_url=server.base_url, max_retries=0)
         evals = Evals(scorers=[create_faithfulness_scorer(judge)])
         assert [check.ok for check in evals.check()] == [True]
@@ -186,13 +187,13 @@ def test_agentscore_check_exits_2_on_a_problem_and_0_when_all_answer(
     tmp_path: Path, openai_env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     spec = scorers_module(tmp_path, openai_env, "judge-modle")
-    with chat_server(not_found) as server:
+    with http_server(not_found) as server:
         openai_env.setenv("OPENAI_BASE_URL", server.base_url)
         assert main(["check", "--scorers", spec]) == 2
     out = capsys.readouterr().out
     assert "PROBLEM judge-modle at" in out
     assert "does not know the model 'judge-modle' (404)" in out
-    with chat_server(pong) as server:
+    with http_server(pong) as server:
         openai_env.setenv("OPENAI_BASE_URL", server.base_url)
         assert main(["check", "--scorers", spec]) == 0
     assert "ok      judge-modle at" in capsys.readouterr().out
@@ -207,7 +208,7 @@ def test_serve_logs_the_check_of_each_judge_at_start(
     tmp_path: Path, openai_env: pytest.MonkeyPatch
 ) -> None:
     spec = scorers_module(tmp_path, openai_env, "judge-modle")
-    with chat_server(not_found) as server:
+    with http_server(not_found) as server:
         openai_env.setenv("OPENAI_BASE_URL", server.base_url)
         with capture_logs() as logs:
             log_judge_checks(load_evals(spec))

@@ -14,7 +14,7 @@ from agentscore.protocol.protocol import Claims
 from agentscore.run import ScorerRun
 from agentscore.scorers import ScoreStatus, create_faithfulness_scorer, create_hallucination_scorer
 from agentscore.testing import ScriptedEndpoint, chat_completion
-from tests.seeds import PYTHON, verify_reply
+from tests.support.seeds import PYTHON, verify_reply
 
 pytestmark = pytest.mark.anyio
 

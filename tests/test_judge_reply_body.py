@@ -17,15 +17,17 @@ from agentscore.run import ScorerRun
 from agentscore.scorers import create_faithfulness_scorer
 from agentscore.telemetry import semconv
 from agentscore.testing import chat_completion
-from tests.conftest import Otel
-from tests.raw_http import RawReply, raw_http_server
-from tests.seeds import PYTHON, verify_reply
+from tests.support.http_server import Reply, http_server
+from tests.support.otel import Otel
+from tests.support.seeds import PYTHON, verify_reply
 
 RUN = ScorerRun(input=PYTHON.query, output=PYTHON.response)
 GOOD = json.dumps(chat_completion(verify_reply(PYTHON)).body).encode()
 
 
-class Reply:
+class ResponseLike:
+    """What `read_chat_reply` reads of a response: its body and headers."""
+
     def __init__(self, body: Any, content_type: str = "application/json") -> None:
         self.content = body if isinstance(body, bytes) else json.dumps(body).encode()
         self.headers = {"content-type": content_type}
@@ -41,7 +43,7 @@ def test_a_reply_gives_its_text_finish_reasons_and_usage() -> None:
         ],
         "usage": {"prompt_tokens": 12, "completion_tokens": 3},
     }
-    reply = read_chat_reply(Reply(body))
+    reply = read_chat_reply(ResponseLike(body))
     assert (reply.text, reply.finish_reason) == ("{}", "length")
     assert reply.finish_reasons == ["length", "stop"]
     assert (reply.input_tokens, reply.output_tokens) == (12, 3)
@@ -49,10 +51,12 @@ def test_a_reply_gives_its_text_finish_reasons_and_usage() -> None:
 
 
 def test_missing_or_mistyped_fields_read_as_missing() -> None:
-    reply = read_chat_reply(Reply({"choices": [{"message": {"content": 5}, "finish_reason": 1}]}))
+    reply = read_chat_reply(
+        ResponseLike({"choices": [{"message": {"content": 5}, "finish_reason": 1}]})
+    )
     assert (reply.text, reply.finish_reason, reply.finish_reasons) == (None, None, [])
     assert (reply.input_tokens, reply.output_tokens) == (None, None)  # no usage reported
-    empty = read_chat_reply(Reply({"choices": [], "usage": {"prompt_tokens": True}}))
+    empty = read_chat_reply(ResponseLike({"choices": [], "usage": {"prompt_tokens": True}}))
     assert (empty.text, empty.input_tokens, empty.output_tokens) == (None, 0, 0)
 
 
@@ -70,15 +74,15 @@ def test_a_body_that_is_no_chat_completion_says_what_it_is(
     body: Any, content_type: str, says: str
 ) -> None:
     with pytest.raises(BadBody, match=says):
-        read_chat_reply(Reply(body, content_type))
+        read_chat_reply(ResponseLike(body, content_type))
 
 
 @pytest.mark.anyio
 async def test_a_users_legacy_httpx_client_is_used_and_read(otel: Otel) -> None:
-    with raw_http_server([RawReply(GOOD)]) as server:
+    with http_server(Reply(body=GOOD)) as server:
         # openai 3 types `http_client` as httpx2's; a legacy httpx client is what this tests.
         legacy: Any = httpx.AsyncClient()
-        client = AsyncOpenAI(api_key="sk-legacy-test", base_url=server.url, http_client=legacy)
+        client = AsyncOpenAI(api_key="sk-legacy-test", base_url=server.base_url, http_client=legacy)
         judge = OpenAIJudge("m", client=client)
         result = await create_faithfulness_scorer(judge, context=PYTHON.context).run(RUN)
     assert result.status is ScoreStatus.SCORED, result.error
@@ -101,8 +105,8 @@ async def test_a_users_legacy_httpx_client_is_used_and_read(otel: Otel) -> None:
 async def test_a_judge_that_answers_200_with_junk_fails_the_run_with_a_bounded_error(
     body: bytes, content_type: str, says: str
 ) -> None:
-    with raw_http_server([RawReply(body, content_type)] * 3) as server:
-        client = AsyncOpenAI(api_key="sk-junk-test-000000", base_url=server.url, max_retries=1)
+    with http_server(Reply(body=body, headers={"Content-Type": content_type})) as server:
+        client = AsyncOpenAI(api_key="sk-junk-test-000000", base_url=server.base_url, max_retries=1)
         judge = OpenAIJudge("m", client=client)
         result = await create_faithfulness_scorer(judge, context=PYTHON.context).run(RUN)
     assert result.status is ScoreStatus.FAILED

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gzip
-import json
 import os
 import socket
 import ssl
@@ -25,10 +24,10 @@ from agentscore._wire.http import http_module
 from agentscore.judges import OpenAIJudge
 from agentscore.run import ScorerRun
 from agentscore.scorers import ScoreStatus, create_faithfulness_scorer
-from tests.chat_server import Answer, Request, chat_server, judge_reply
-from tests.raw_http import RawReply, raw_http_server
-from tests.raw_tcp import Conn, reply, tcp_server
-from tests.seeds import PYTHON, verify_reply
+from tests.support.chat import judge_reply
+from tests.support.http_server import Reply, Request, http_server, json_reply
+from tests.support.raw_tcp import Conn, reply, tcp_server
+from tests.support.seeds import PYTHON, verify_reply
 
 pytestmark = pytest.mark.anyio
 
@@ -36,7 +35,7 @@ KEY = "sk-transport-test-0123456789"
 RUN = ScorerRun(input=PYTHON.query, output=PYTHON.response)
 
 
-def good(_: Request) -> Answer:
+def good(_: Request) -> Reply:
     return judge_reply(verify_reply(PYTHON))
 
 
@@ -45,7 +44,7 @@ async def test_a_judge_configured_by_url_sends_the_sdks_headers_through_agentsco
 ) -> None:
     monkeypatch.setenv("OPENAI_ORG_ID", "org-test")
     monkeypatch.setenv("OPENAI_PROJECT_ID", "proj-test")
-    with chat_server(good) as server:
+    with http_server(good) as server:
         judge = OpenAIJudge("judge-model", base_url=server.base_url, api_key=KEY, use_cache=False)
         scorer = create_faithfulness_scorer(judge, context=PYTHON.context)
         results = [await scorer.run(RUN) for _ in range(3)]
@@ -57,14 +56,14 @@ async def test_a_judge_configured_by_url_sends_the_sdks_headers_through_agentsco
     assert headers["user-agent"].startswith("AsyncOpenAI/Python")
     assert headers["content-type"] == "application/json"
     assert headers["accept-encoding"] == "gzip, deflate"  # those decoded under the bound
-    body = server.requests[0].body
+    body = server.requests[0].json()
     assert body["model"] == "judge-model"
     assert body["response_format"]["type"] == "json_schema"
     assert len(server.requests) == 3
 
 
 async def test_a_client_the_user_passes_is_used_as_it_is() -> None:
-    with chat_server(good) as server:
+    with http_server(good) as server:
         mine = http_module().AsyncClient(headers={"X-Mine": "yes"})
         client = AsyncOpenAI(api_key=KEY, base_url=server.base_url, http_client=mine)
         judge = OpenAIJudge("judge-model", client=client)
@@ -78,10 +77,10 @@ async def test_a_client_the_user_passes_is_used_as_it_is() -> None:
 async def test_a_proxy_in_the_environment_is_honoured(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # The "proxy" is the chat server itself: a request reaches it only through the proxy,
+    # The "proxy" is the judge's server itself: a request reaches it only through the proxy,
     # since the judge's own host does not resolve.
-    with chat_server(good) as proxy:
-        monkeypatch.setenv("HTTP_PROXY", proxy.base_url.removesuffix("/v1"))
+    with http_server(good) as proxy:
+        monkeypatch.setenv("HTTP_PROXY", proxy.url)
         monkeypatch.delenv("NO_PROXY", raising=False)
         monkeypatch.delenv("no_proxy", raising=False)
         judge = OpenAIJudge("judge-model", base_url="http://judge.invalid/v1", api_key=KEY)
@@ -94,10 +93,10 @@ async def test_a_proxy_in_the_environment_is_honoured(
 async def test_an_error_status_is_worded_as_the_sdk_words_it_and_bounded() -> None:
     page = "x" * 100_000
 
-    def huge_error(_: Request) -> Answer:
-        return Answer(400, {"error": {"message": page, "type": "invalid_request_error"}})
+    def huge_error(_: Request) -> Reply:
+        return json_reply({"error": {"message": page, "type": "invalid_request_error"}}, 400)
 
-    with chat_server(huge_error) as server:
+    with http_server(huge_error) as server:
         judge = OpenAIJudge("judge-model", base_url=server.base_url, api_key=KEY, max_retries=0)
         result = await create_faithfulness_scorer(judge, context=PYTHON.context).run(RUN)
     assert result.error is not None and result.error.type == "JudgeRequestError"
@@ -107,7 +106,7 @@ async def test_an_error_status_is_worded_as_the_sdk_words_it_and_bounded() -> No
 
 
 async def test_an_unreachable_endpoint_is_a_connection_error_naming_it() -> None:
-    with chat_server(good) as server:
+    with http_server(good) as server:
         url = server.base_url
     judge = OpenAIJudge("judge-model", base_url=url, api_key=KEY, max_retries=0)
     result = await create_faithfulness_scorer(judge, context=PYTHON.context).run(RUN)
@@ -118,8 +117,8 @@ async def test_an_unreachable_endpoint_is_a_connection_error_naming_it() -> None
 
 async def test_a_redirect_is_not_followed_and_is_named_without_its_credentials() -> None:
     moved = "https://user:hunter2@judge.example:8443/v2/chat/completions?token=s3cret#x"
-    with raw_http_server([RawReply(b"", status=308, location=moved)]) as server:
-        judge = OpenAIJudge("judge-model", base_url=server.url, api_key=KEY, max_retries=2)
+    with http_server(Reply(308, b"", {"Location": moved})) as server:
+        judge = OpenAIJudge("judge-model", base_url=server.base_url, api_key=KEY, max_retries=2)
         result = await create_faithfulness_scorer(judge, context=PYTHON.context).run(RUN)
     assert result.error is not None and result.error.type == "JudgeRequestError"
     assert result.error.message == (
@@ -132,13 +131,11 @@ async def test_a_redirect_is_not_followed_and_is_named_without_its_credentials()
 
 
 async def test_a_base_url_with_a_space_is_sent_encoded_as_the_sdk_encodes_it() -> None:
-    with raw_http_server(
-        [RawReply(json.dumps(judge_reply(verify_reply(PYTHON)).payload).encode())]
-    ) as server:
-        judge = OpenAIJudge("judge-model", base_url=server.url + "/a b", api_key=KEY)
+    with http_server(good) as server:
+        judge = OpenAIJudge("judge-model", base_url=server.base_url + "/a b", api_key=KEY)
         result = await create_faithfulness_scorer(judge, context=PYTHON.context).run(RUN)
     assert result.score == 0.5
-    assert server.paths == ["/v1/a%20b/chat/completions"]
+    assert [request.path for request in server.requests] == ["/v1/a%20b/chat/completions"]
 
 
 async def test_https_refuses_a_certificate_no_trusted_store_vouches_for() -> None:
@@ -171,10 +168,10 @@ async def test_a_key_echoed_where_an_error_quote_is_cut_does_not_leak_in_part(st
     # leave its first characters behind (redacting after the cut would miss them).
     for padding in (280, 290, 295):
         page = b"<html>" + b"x" * padding + KEY.encode() + b"</html>"
-        reply = RawReply(page, content_type="text/html", status=status)
-        with raw_http_server([reply]) as server:
+        html = Reply(status, page, {"Content-Type": "text/html"})
+        with http_server(html) as server:
             judge = OpenAIJudge(
-                "judge-model", base_url=server.url, api_key=KEY, max_retries=0, timeout=5
+                "judge-model", base_url=server.base_url, api_key=KEY, max_retries=0, timeout=5
             )
             result = await create_faithfulness_scorer(judge, context=PYTHON.context).run(RUN)
         assert result.error is not None
@@ -193,8 +190,8 @@ async def test_a_key_echoed_where_an_error_quote_is_cut_does_not_leak_in_part(st
 async def test_a_redirect_to_a_strange_or_keyed_url_is_a_request_error_that_leaks_nothing(
     moved: str,
 ) -> None:
-    with raw_http_server([RawReply(b"", status=302, location=moved)]) as server:
-        judge = OpenAIJudge("judge-model", base_url=server.url, api_key=KEY, max_retries=0)
+    with http_server(Reply(302, b"", {"Location": moved})) as server:
+        judge = OpenAIJudge("judge-model", base_url=server.base_url, api_key=KEY, max_retries=0)
         result = await create_faithfulness_scorer(judge, context=PYTHON.context).run(RUN)
     assert result.error is not None and result.error.type == "JudgeRequestError"
     assert KEY[:8] not in result.model_dump_json()
@@ -202,7 +199,7 @@ async def test_a_redirect_to_a_strange_or_keyed_url_is_a_request_error_that_leak
 
 @pytest.mark.skipif(sys.platform == "win32", reason="fork")
 def test_a_forked_child_judges_on_its_own_connections_and_the_parent_keeps_its_own() -> None:
-    with chat_server(good) as server:
+    with http_server(good) as server:
         judge = OpenAIJudge("judge-model", base_url=server.base_url, api_key=KEY, use_cache=False)
         scorer = create_faithfulness_scorer(judge, context=PYTHON.context)
         loop = asyncio.new_event_loop()
@@ -264,7 +261,7 @@ async def test_timeout_bounds_the_whole_request_not_each_read() -> None:
     with tcp_server(drip_forever) as server:
         judge = OpenAIJudge("m", base_url=server.url, api_key=KEY, max_retries=0, timeout=0.5)
         result = await create_faithfulness_scorer(judge, context=PYTHON.context).run(RUN)
-        assert server.conns[0].closed_by_client.wait(5)  # gave up and hung up
+        assert server.conns[0].closed_by_client.wait(60)  # gave up and hung up
     assert result.error is not None and result.error.type == "JudgeTimeoutError"
     assert result.error.message == (
         f"judge request timed out: no reply within 0.5 s from {server.url.removesuffix('/v1')}"

@@ -36,8 +36,8 @@ from agentscore.scorers import StepParams, create_faithfulness_scorer, create_sc
 from agentscore.scorers.base import Scorer
 from agentscore.spans import ScoringSpanProcessor
 from agentscore.testing import ScriptedEndpoint, chat_completion
-from tests.chat_server import Answer, Request, chat_server
-from tests.conftest import new_log_exporter
+from tests.support.http_server import Reply, Request, http_server, json_reply
+from tests.support.otel import new_log_exporter
 
 ORDER = {"order": "1042", "status": "shipped", "carrier": "UPS"}
 
@@ -628,10 +628,10 @@ def test_the_agent_feeds_every_level() -> None:
 # -- Generation level: earlier turns' tool results are context ---------------------------------
 
 
-def three_turn_model(request: Request) -> Answer:
+def three_turn_model(request: Request) -> Reply:
     """The scripted model of a three-turn chat: turn 1 looks the order up, turn 2 thanks,
     turn 3 restates what the turn-1 tool said."""
-    messages = request.body["messages"]
+    messages = request.json()["messages"]
     users = [m for m in messages if m["role"] == "user"]
     last = messages[-1]
     if len(users) == 1 and last["role"] == "user":
@@ -642,7 +642,7 @@ def three_turn_model(request: Request) -> Answer:
         reply = chat_completion("Glad to help.")
     else:
         reply = chat_completion("Order 1042 shipped with UPS.")
-    return Answer(payload=reply.body)
+    return json_reply(reply.body)
 
 
 def find_order(order_id: str) -> dict[str, str]:
@@ -661,7 +661,7 @@ def test_a_pydantic_ai_answer_restating_a_turn_one_tool_result_is_judged_against
     evals = Evals(
         scorers=[create_faithfulness_scorer("local")], runner=runner, on_score=results.append
     )
-    with chat_server(three_turn_model) as server:
+    with http_server(three_turn_model) as server:
         client = AsyncOpenAI(base_url=server.base_url, api_key="sk-test-not-a-key")
         model = OpenAIChatModel("gpt-x", provider=OpenAIProvider(openai_client=client))
         agent = PydanticAgent(model, instructions="Be helpful")

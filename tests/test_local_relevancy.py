@@ -1,11 +1,11 @@
-"""Answer relevancy on the local judge, measured on a labelled set (tests/relevancy_set.py):
+"""Answer relevancy on the local judge, measured on a labelled set (tests/support/relevancy_set.py):
 an on-topic faithful answer never fails and an off-topic one never passes; where words
 cannot tell, the run is left undecided, with no score. The figures are those published in
 docs/local-judge.md; the demo's answers are checked in tests/test_cli.py."""
 
 from __future__ import annotations
 
-from tests.relevancy_set import PAIRS, tally
+from tests.support.relevancy_set import PAIRS, tally
 
 
 def test_the_labelled_set_is_big_enough_and_varied() -> None:

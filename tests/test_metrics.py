@@ -37,8 +37,8 @@ from agentscore.telemetry.core import AGENTSCORE_SCOPE, SCORE_BOUNDARIES
 from agentscore.telemetry.ledger import ledger_for
 from agentscore.testing import ScriptedEndpoint, ScriptedReply, chat_completion, http_error
 from agentscore.usage import JudgeUsage, Price, judge_cost
-from tests.conftest import Otel
-from tests.serve_support import ANSWER, recorded_generations
+from tests.support.otel import Otel
+from tests.support.serve import ANSWER, recorded_generations
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "dashboards.md"
 PRICE = Price(input_per_million=0.15, output_per_million=0.6)

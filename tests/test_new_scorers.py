@@ -29,7 +29,7 @@ from agentscore.scorers import (
 from agentscore.scorers.base import NO_CONTEXT_REASON
 from agentscore.scorers.tool_calls import ToolLike
 from agentscore.testing import ScriptedEndpoint, chat_completion
-from tests.new_scorers import lookup_order
+from tests.support.new_scorers import lookup_order
 
 pytestmark = pytest.mark.anyio
 

@@ -22,7 +22,7 @@ from agentscore.scorers import (
     create_scorer,
 )
 from agentscore.testing import ScriptedEndpoint, chat_completion
-from tests.conftest import Otel
+from tests.support.otel import Otel
 
 ANSWER = "Order 1042 shipped with UPS on 2026-11-18."
 

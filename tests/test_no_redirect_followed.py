@@ -18,8 +18,8 @@ from agentscore.result import ScoreResult, ScoreStatus
 from agentscore.run import ScorerRun
 from agentscore.scorers import create_faithfulness_scorer
 from agentscore.sinks import LangfuseScores, PhoenixAnnotations
-from tests.raw_http import RawReply, RawServer, raw_http_server
-from tests.seeds import PYTHON
+from tests.support.http_server import HttpServer, Reply, http_server
+from tests.support.seeds import PYTHON
 
 pytestmark = pytest.mark.anyio
 
@@ -39,18 +39,18 @@ RESULT = ScoreResult(
 
 
 @contextmanager
-def redirected(status: int) -> Iterator[tuple[RawServer, RawServer]]:
+def redirected(status: int) -> Iterator[tuple[HttpServer, HttpServer]]:
     """(first, elsewhere): `first` answers every request with `status` and a Location on
     `elsewhere`, which answers 200 to anything."""
-    with raw_http_server([RawReply(b"{}")]) as elsewhere:
-        moved = RawReply(b"", status=status, location=f"{elsewhere.url}/collect?to=here")
-        with raw_http_server([moved]) as first:
+    with http_server() as elsewhere:
+        moved = Reply(status, b"", {"Location": f"{elsewhere.base_url}/collect?to=here"})
+        with http_server(moved) as first:
             yield first, elsewhere
 
 
-def received(server: RawServer) -> list[dict[str, str]]:
+def received(server: HttpServer) -> list[dict[str, str]]:
     """The headers of every request `server` was sent, POST or GET, names lower-cased."""
-    return [{name.lower(): value for name, value in sent.items()} for sent in server.headers]
+    return [request.headers for request in server.requests]
 
 
 STATUSES = pytest.mark.parametrize("status", [302, 307])
@@ -60,7 +60,7 @@ async def test_the_harness_a_client_that_follows_redirects_reaches_the_other_ser
     # What the tests below rule out, shown possible: without the policy, the key goes along.
     with redirected(307) as (first, elsewhere):
         async with http_module().AsyncClient(follow_redirects=True) as client:
-            await client.post(first.url, content=b"{}", headers={"X-Api-Key": JUDGE_KEY})
+            await client.post(first.base_url, content=b"{}", headers={"X-Api-Key": JUDGE_KEY})
     [headers] = received(elsewhere)
     assert headers["x-api-key"] == JUDGE_KEY
 
@@ -68,7 +68,9 @@ async def test_the_harness_a_client_that_follows_redirects_reaches_the_other_ser
 @STATUSES
 async def test_the_judge_does_not_follow_a_redirect(status: int) -> None:
     with redirected(status) as (first, elsewhere):
-        judge = OpenAIJudge("judge-model", base_url=first.url, api_key=JUDGE_KEY, max_retries=2)
+        judge = OpenAIJudge(
+            "judge-model", base_url=first.base_url, api_key=JUDGE_KEY, max_retries=2
+        )
         scorer = create_faithfulness_scorer(judge, context=PYTHON.context)
         result = await scorer.run(ScorerRun(input=PYTHON.query, output=PYTHON.response))
     assert received(elsewhere) == []
@@ -77,7 +79,7 @@ async def test_the_judge_does_not_follow_a_redirect(status: int) -> None:
     assert result.status is ScoreStatus.FAILED
     assert result.error is not None and result.error.type == "JudgeRequestError"
     assert result.error.message == (
-        f"judge request rejected: Error code: {status} - redirected to {elsewhere.url}/collect"
+        f"judge request rejected: Error code: {status} - redirected to {elsewhere.base_url}/collect"
     )
     assert JUDGE_KEY not in result.model_dump_json()
 
@@ -87,11 +89,14 @@ async def test_the_phoenix_sink_does_not_follow_a_redirect(
     status: int, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with redirected(status) as (first, elsewhere):
-        sink = PhoenixAnnotations(first.url.removesuffix("/v1"), api_key=PHOENIX_KEY)
+        sink = PhoenixAnnotations(first.url, api_key=PHOENIX_KEY)
         await sink(RESULT)
         assert await anyio.to_thread.run_sync(sink.flush, 30)
     assert received(elsewhere) == []
-    assert sorted(first.paths) == ["/v1/span_annotations", "/v1/trace_annotations"]
+    assert sorted(r.path for r in first.requests) == [
+        "/v1/span_annotations",
+        "/v1/trace_annotations",
+    ]
     for headers in received(first):
         assert headers["authorization"] == f"Bearer {PHOENIX_KEY}"
     out = capsys.readouterr().out
@@ -104,13 +109,11 @@ async def test_the_langfuse_sink_does_not_follow_a_redirect(
     status: int, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with redirected(status) as (first, elsewhere):
-        sink = LangfuseScores(
-            first.url.removesuffix("/v1"), public_key="pk-lf", secret_key=LANGFUSE_SECRET
-        )
+        sink = LangfuseScores(first.url, public_key="pk-lf", secret_key=LANGFUSE_SECRET)
         await sink(RESULT)
         assert await anyio.to_thread.run_sync(sink.flush, 30)
     assert received(elsewhere) == []
-    assert first.paths == ["/api/public/ingestion"]
+    assert [r.path for r in first.requests] == ["/api/public/ingestion"]
     basic = base64.b64encode(f"pk-lf:{LANGFUSE_SECRET}".encode()).decode()
     assert received(first)[0]["authorization"] == f"Basic {basic}"
     out = capsys.readouterr().out

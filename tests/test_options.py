@@ -123,9 +123,10 @@ def test_agent_generate_names_an_option_of_the_wrong_type_before_any_model_call(
     option: str, value: object, says: str
 ) -> None:
     from agentscore import Agent
-    from tests.chat_server import chat_server, judge_reply
+    from tests.support.chat import judge_reply
+    from tests.support.http_server import http_server
 
-    with chat_server(lambda request: judge_reply("It shipped.")) as server:
+    with http_server(judge_reply("It shipped.")) as server:
         agent = Agent("support", "agent-model", base_url=server.base_url, api_key="sk-x-unused")
         with pytest.raises(ConfigurationError, match=says):
             agent.generate_sync("Where is my order?", **{option: value})  # type: ignore[arg-type]

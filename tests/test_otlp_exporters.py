@@ -39,8 +39,7 @@ from agentscore._wire.otlp_out import OtlpSender
 from agentscore._wire.otlp_settings import OtlpSettings
 from agentscore.telemetry import otlp
 from agentscore.telemetry.otlp import OtlpLogExporter, OtlpSpanExporter
-from tests.http_collector import Collector, http_collector
-from tests.test_otlp_out import backend
+from tests.support.http_server import HttpServer, Reply, Request, http_server
 
 RESOURCE = Resource({"service.name": "exporter-test"})
 
@@ -57,12 +56,12 @@ def finished_spans(count: int = 3) -> tuple[ReadableSpan, ...]:
     return kept.get_finished_spans()
 
 
-def sender(collector: Collector, timeout: float = 5.0) -> OtlpSender:
+def sender(collector: HttpServer, timeout: float = 5.0) -> OtlpSender:
     return OtlpSender(OtlpSettings(f"{collector.url}/v1/traces", timeout=timeout))
 
 
 def test_a_batch_processor_sends_the_sdk_exporters_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
-    with http_collector() as collector:
+    with http_server() as collector:
         monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.url)
         monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", "x-team=agents")
         provider = TracerProvider(resource=RESOURCE)
@@ -71,9 +70,9 @@ def test_a_batch_processor_sends_the_sdk_exporters_bytes(monkeypatch: pytest.Mon
         with tracer.start_as_current_span("invoke_agent support") as agent:
             agent.set_attribute("gen_ai.agent.name", "support")
         provider.shutdown()
-    [request] = collector.received
+    [request] = collector.requests
     assert request.path == "/v1/traces"
-    assert request.headers["Content-Type"] == "application/x-protobuf"
+    assert request.headers["content-type"] == "application/x-protobuf"
     assert request.headers["x-team"] == "agents"
     decoded = ExportTraceServiceRequest.FromString(request.body)
     [span] = decoded.resource_spans[0].scope_spans[0].spans
@@ -84,74 +83,75 @@ def test_a_batch_processor_sends_the_sdk_exporters_bytes(monkeypatch: pytest.Mon
 
 def test_the_bytes_posted_are_the_sdks() -> None:
     spans = finished_spans()
-    with http_collector() as collector:
+    with http_server() as collector:
         assert OtlpSpanExporter(sender=sender(collector)).export(spans) is SpanExportResult.SUCCESS
-    [request] = collector.received
+    [request] = collector.requests
     assert request.body == sdk_spans(spans).SerializeToString()
 
 
 def test_an_endpoint_argument_is_the_full_url(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
-    with http_collector() as collector:
+    with http_server() as collector:
         exporter = OtlpSpanExporter(f"{collector.url}/custom/traces")
         assert exporter.export(finished_spans(1)) is SpanExportResult.SUCCESS
-    assert [r.path for r in collector.received] == ["/custom/traces"]
+    assert [r.path for r in collector.requests] == ["/custom/traces"]
 
 
 def test_a_passing_refusal_is_sent_again_after_a_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(otlp, "_FIRST_RETRY", 0.05)
     spans = finished_spans()
-    with http_collector() as collector:
-        collector.status = 503
+    with http_server() as collector:
+        collector.reply_with(Reply(503))
 
         def recover() -> None:
-            while not collector.received:
+            while not collector.requests:
                 time.sleep(0.005)
-            collector.status = 200
+            collector.reply_with(Reply(200))
 
         threading.Thread(target=recover, daemon=True).start()
         result = OtlpSpanExporter(sender=sender(collector)).export(spans)
     assert result is SpanExportResult.SUCCESS
-    assert len(collector.received) == 2
-    assert collector.received[0].body == collector.received[1].body
+    assert len(collector.requests) == 2
+    assert collector.requests[0].body == collector.requests[1].body
 
 
 def test_a_backend_that_keeps_refusing_fails_the_export_within_the_timeout(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(otlp, "_FIRST_RETRY", 0.1)
-    with http_collector() as collector:
-        collector.status = 500
+    monkeypatch.setattr(otlp, "_FIRST_RETRY", 1.0)
+    with http_server() as collector:
+        collector.reply_with(Reply(500))
         started = time.monotonic()
-        result = OtlpSpanExporter(sender=sender(collector, timeout=0.55)).export(finished_spans())
+        result = OtlpSpanExporter(sender=sender(collector, timeout=5)).export(finished_spans())
         took = time.monotonic() - started
     assert result is SpanExportResult.FAILURE
-    # Tries at 0, 0.1 and 0.3 s; a fourth (at 0.7 s) would pass the 0.55 s timeout, so the
-    # export ends after the third instead of waiting for it.
-    assert len(collector.received) == 3
-    assert took < 0.7
+    # Tries at 0, 1 and 3 s; a fourth (at 7 s) would pass the 5 s timeout, so the export
+    # ends after the third instead of waiting for it (the 2 s to spare keep a busy machine's
+    # slow second try from being the last).
+    assert len(collector.requests) == 3
+    assert took < 7
 
 
 def test_shutdown_ends_a_backoff_and_later_exports_send_nothing(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(otlp, "_FIRST_RETRY", 30.0)
-    with http_collector() as collector:
-        collector.status = 503
+    monkeypatch.setattr(otlp, "_FIRST_RETRY", 3600.0)
+    with http_server() as collector:
+        collector.reply_with(Reply(503))
         exporter = OtlpSpanExporter(sender=sender(collector, timeout=60))
         results: list[SpanExportResult] = []
         spans = finished_spans()
         exporting = threading.Thread(target=lambda: results.append(exporter.export(spans)))
         exporting.start()
-        while not collector.received:
+        while not collector.requests:
             time.sleep(0.005)
         started = time.monotonic()
         exporter.shutdown()
-        exporting.join(5)
-        assert time.monotonic() - started < 2
+        exporting.join(60)
+        assert time.monotonic() - started < 60  # the shutdown cut the hour-long backoff
         assert results == [SpanExportResult.FAILURE]
         assert exporter.export(spans) is SpanExportResult.FAILURE
-    assert len(collector.received) == 1
+    assert len(collector.requests) == 1
 
 
 def test_log_records_are_sent_as_the_sdk_encodes_them() -> None:
@@ -166,10 +166,10 @@ def test_log_records_are_sent_as_the_sdk_encodes_them() -> None:
         )
     )
     records = kept.get_finished_logs()
-    with http_collector() as collector:
+    with http_server() as collector:
         logs_sender = OtlpSender(OtlpSettings(f"{collector.url}/v1/logs"))
         assert OtlpLogExporter(sender=logs_sender).export(records) is LogRecordExportResult.SUCCESS
-    [request] = collector.received
+    [request] = collector.requests
     assert request.path == "/v1/logs"
     assert request.body == sdk_logs(records).SerializeToString()
 
@@ -217,15 +217,16 @@ def test_a_forked_child_does_not_write_on_the_parents_kept_alive_connection() ->
 
 def test_a_busy_backends_retry_after_is_waited_for(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(otlp, "_FIRST_RETRY", 0.01)
-    answers = iter([(503, {"Retry-After": "0.3"})])
+    answers = iter([Reply(503, b"", {"Retry-After": "0.3"})])
     times: list[float] = []
 
-    def answer(body: bytes) -> tuple[int, dict[str, str]]:
+    def answer(request: Request) -> Reply:
         times.append(time.monotonic())
-        return next(answers, (200, {}))
+        return next(answers, Reply(body=b""))
 
-    with backend(answer) as url:
-        exporter = OtlpSpanExporter(sender=OtlpSender(OtlpSettings(f"{url}/v1/traces")))
+    with http_server(answer) as backend:
+        url = f"{backend.url}/v1/traces"
+        exporter = OtlpSpanExporter(sender=OtlpSender(OtlpSettings(url)))
         assert exporter.export(finished_spans()) is SpanExportResult.SUCCESS
     first, second = times
     assert second - first >= 0.3  # the backend's wait, not the 0.01 s backoff
@@ -233,28 +234,22 @@ def test_a_busy_backends_retry_after_is_waited_for(monkeypatch: pytest.MonkeyPat
 
 def test_a_retry_after_past_the_timeout_gives_up_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(otlp, "_FIRST_RETRY", 0.01)
-    posts: list[bytes] = []
-
-    def answer(body: bytes) -> tuple[int, dict[str, str]]:
-        posts.append(body)
-        return 429, {"Retry-After": "30"}
-
-    with backend(answer) as url:
-        settings = OtlpSettings(f"{url}/v1/traces", timeout=5)
+    with http_server(Reply(429, b"", {"Retry-After": "30"})) as backend:
+        settings = OtlpSettings(f"{backend.url}/v1/traces", timeout=5)
         exporter = OtlpSpanExporter(sender=OtlpSender(settings))
         assert exporter.export(finished_spans()) is SpanExportResult.FAILURE
-    assert len(posts) == 1
+    assert len(backend.requests) == 1
 
 
 def test_metrics_are_sent_as_the_sdk_encodes_them(monkeypatch: pytest.MonkeyPatch) -> None:
-    with http_collector() as collector:
+    with http_server() as collector:
         monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.url)
         monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", "x-team=agents")
         reader = PeriodicExportingMetricReader(otlp.metrics(), export_interval_millis=60_000)
         provider = MeterProvider(resource=RESOURCE, metric_readers=[reader])
         provider.get_meter("test").create_counter("agentscore.scores").add(3)
         provider.shutdown()  # collects and exports once more
-    [request] = collector.received
+    [request] = collector.requests
     assert request.path == "/v1/metrics" and request.headers["x-team"] == "agents"
     decoded = ExportMetricsServiceRequest.FromString(request.body)
     [metric] = decoded.resource_metrics[0].scope_metrics[0].metrics
@@ -267,19 +262,16 @@ def test_a_redirect_is_a_failed_export_retried_and_never_followed(
 ) -> None:
     monkeypatch.setattr(otlp, "_FIRST_RETRY", 0.05)
     spans = finished_spans()
-    with http_collector() as elsewhere:
+    with http_server() as elsewhere:
         moved = {"Location": f"{elsewhere.url}/v1/traces"}
-        posts: list[bytes] = []
-
-        def answer(body: bytes) -> tuple[int, dict[str, str]]:
-            posts.append(body)
-            return 302, moved
-
-        with backend(answer) as url:
+        with http_server(Reply(302, b"", moved)) as backend:
             settings = OtlpSettings(
-                f"{url}/v1/traces", headers={"x-api-key": "k3y-for-the-backend"}, timeout=0.5
+                f"{backend.url}/v1/traces",
+                headers={"x-api-key": "k3y-for-the-backend"},
+                timeout=0.5,
             )
             result = OtlpSpanExporter(sender=OtlpSender(settings)).export(spans)
+    posts = [request.body for request in backend.requests]
     assert result is SpanExportResult.FAILURE
     assert len(posts) > 1 and len(set(posts)) == 1  # tried again, the same batch
-    assert elsewhere.received == []
+    assert elsewhere.requests == []

@@ -22,8 +22,9 @@ from agentscore.result import ScoreResult
 from agentscore.run import ScorerRun
 from agentscore.scorers import create_hallucination_scorer
 from agentscore.telemetry.core import Telemetry
-from tests.chat_server import Answer, Request, chat_server, echo_key_401, judge_reply
-from tests.conftest import Otel
+from tests.support.chat import echo_key_401, judge_reply
+from tests.support.http_server import Reply, Request, http_server
+from tests.support.otel import Otel
 
 # Shapes the old patterns missed: a `gsk_` key, and a base64-style key with `/` and `+`.
 GROQ_KEY = "gsk_Q3xv9LmT0pZk7Rw2Yh5NcB8dFj4Ga6Es"
@@ -36,7 +37,7 @@ def test_env_key_of_any_shape_is_redacted_from_result_and_log_line(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", GROQ_KEY)
-    with chat_server(echo_key_401) as server:
+    with http_server(echo_key_401) as server:
         judge = OpenAIJudge("judge-model", base_url=server.base_url, max_retries=0)
         scorer = create_hallucination_scorer(judge, context=["Order 1042 shipped."])
         with capture_logs() as logs:
@@ -59,7 +60,7 @@ def test_eval_command_keeps_the_key_out_of_results_file_and_output(
     record = {"id": "a", "input": "Where?", "output": RUN["output"], "context": ["Shipped."]}
     data.write_text(json.dumps(record) + "\n")
     out = tmp_path / "results.jsonl"
-    with chat_server(echo_key_401) as server:
+    with http_server(echo_key_401) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         status = main(["eval", str(data), "--judge", "judge-model", "--out", str(out)])
     captured = capfd.readouterr()
@@ -75,7 +76,7 @@ def test_eval_command_keeps_the_key_out_of_results_file_and_output(
 
 
 def test_agent_target_error_in_run_evals_is_redacted() -> None:
-    with chat_server(echo_key_401) as server:
+    with http_server(echo_key_401) as server:
         agent = Agent("support", "agent-model", base_url=server.base_url, api_key=SLASH_KEY)
         scorer = create_hallucination_scorer("local")
         report = run_evals_sync([{"id": "1", "input": "Where is order 1042?"}], [scorer], agent)
@@ -92,19 +93,19 @@ def test_repair_request_does_not_resend_a_quoted_key(otel: Otel) -> None:
     register_secret(SLASH_KEY)
     verdicts = {"claims": [{"claim": RUN["output"], "verdict": "yes", "reason": "stated"}]}
 
-    def reply(request: Request) -> Answer:
-        if len(request.body["messages"]) == 2:  # the first request: a reply quoting the key
+    def reply(request: Request) -> Reply:
+        if len(request.json()["messages"]) == 2:  # the first request: a reply quoting the key
             return judge_reply(f"Sure! Your key is {SLASH_KEY}, verdict: yes")
         return judge_reply(verdicts)
 
-    with chat_server(reply) as server:
+    with http_server(reply) as server:
         judge = OpenAIJudge("judge-model", base_url=server.base_url, api_key=SLASH_KEY)
         scorer = create_hallucination_scorer(judge, context=["Order 1042 shipped on Monday."])
         telemetry = Telemetry(capture_content=True)
         result = background_loop.call(_evaluate, telemetry, scorer)
     assert result.status.value == "scored" and result.score == 0.0
     assert result.judge_usage.calls == 2
-    repair = json.dumps(server.requests[1].body["messages"])
+    repair = json.dumps(server.requests[1].json()["messages"])
     assert "[REDACTED]" in repair and "Sure! Your key is" in repair
     chat_spans = [s for s in otel.spans.get_finished_spans() if s.name.startswith("chat")]
     assert len(chat_spans) == 2

@@ -1,6 +1,6 @@
 """Keys in what comes back: a judge's valid reply quoting the API key, and the agent's own
 model answering 401 with the key it refused. The key must appear in no result, span, log
-record, log line or exception text. A real HTTP server (tests/chat_server.py) quotes it."""
+record, log line or exception text. A real HTTP server (tests/support/http_server.py) quotes it."""
 
 from __future__ import annotations
 
@@ -19,14 +19,15 @@ from agentscore.pipeline.evaluate import evaluate
 from agentscore.run import ScorerRun
 from agentscore.scorers import create_faithfulness_scorer, create_hallucination_scorer
 from agentscore.telemetry.core import Telemetry
-from tests.chat_server import Answer, Request, chat_server, echo_key_401, judge_reply
-from tests.conftest import Otel
+from tests.support.chat import echo_key_401, judge_reply
+from tests.support.http_server import Reply, Request, http_server
+from tests.support.otel import Otel
 
 KEY = "sk-live-Zq81/Pw+Hd73xKmN5vT2cR9bLs4"
 ANSWER = "Order 1042 shipped on Monday."
 
 
-def quoting_the_key(request: Request) -> Answer:
+def quoting_the_key(request: Request) -> Reply:
     """A judge that does its job, and quotes the key it was sent in its claim and reason."""
     sent = request.headers["authorization"].removeprefix("Bearer ")
     claim = {"claim": f"{ANSWER} (key {sent})", "verdict": "yes", "reason": f"Stated; {sent}"}
@@ -49,7 +50,7 @@ async def scored(telemetry: Telemetry, scorer: Any) -> Any:
 
 @pytest.mark.parametrize("factory", [create_faithfulness_scorer, create_hallucination_scorer])
 def test_a_judge_reply_quoting_the_key_leaves_it_nowhere(otel: Otel, factory: Any) -> None:
-    with chat_server(quoting_the_key) as server:
+    with http_server(quoting_the_key) as server:
         judge = OpenAIJudge("judge-model", base_url=server.base_url, api_key=KEY)
         scorer = factory(judge, context=["Order 1042 shipped on Monday."])
         # Content capture on: explanations and verdicts go onto spans and log records.
@@ -69,7 +70,7 @@ def test_a_judge_reply_quoting_the_key_leaves_it_nowhere(otel: Otel, factory: An
 
 
 def test_a_401_from_the_agents_model_quoting_the_key_leaves_it_nowhere(otel: Otel) -> None:
-    with chat_server(echo_key_401) as server:
+    with http_server(echo_key_401) as server:
         agent = Agent("support", "agent-model", base_url=server.base_url, api_key=KEY)
         with capture_logs() as logs, pytest.raises(openai.AuthenticationError) as raised:
             agent.generate_sync("Where is order 1042?")
@@ -84,7 +85,7 @@ def test_a_401_from_the_agents_model_quoting_the_key_leaves_it_nowhere(otel: Ote
 
 
 def test_a_401_while_streaming_quoting_the_key_leaves_it_out_of_the_error() -> None:
-    with chat_server(echo_key_401) as server:
+    with http_server(echo_key_401) as server:
         agent = Agent("support", "agent-model", base_url=server.base_url, api_key=KEY)
         with pytest.raises(openai.AuthenticationError) as raised:
             list(agent.stream_sync("Where is order 1042?"))

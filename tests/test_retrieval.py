@@ -21,10 +21,10 @@ from agentscore.result import ScoreStatus
 from agentscore.scorers import create_faithfulness_scorer, create_hallucination_scorer
 from agentscore.spans import SpanRecord, TraceAssembler
 from agentscore.telemetry.setup import JsonlExporter
-from tests.conftest import span_context
-from tests.http_collector import http_collector
-from tests.serve_support import attribute, evaluation_spans, serving, wait_for
-from tests.test_span_processor import Pipeline, parts
+from tests.support.http_server import http_server
+from tests.support.otel import span_context
+from tests.support.pipeline import Pipeline, parts
+from tests.support.serve import attribute, evaluation_spans, serving, wait_for
 
 DOCUMENTS = [
     "Order 1042 shipped with UPS on 2026-11-18.",
@@ -307,7 +307,7 @@ def test_eval_traces_reads_retrieval_spans(
 def test_serve_reads_retrieval_spans(tmp_path: Path) -> None:
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-    with http_collector() as receiver, serving(tmp_path, receiver.url) as serve:
+    with http_server() as receiver, serving(tmp_path, receiver.url) as serve:
         provider = TracerProvider()
         provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(f"{serve.url}/v1/traces")))
         for answer, _, _ in CASES:
@@ -348,7 +348,7 @@ def test_serve_fails_retrieval_documents_past_what_a_judge_reads_as_too_large(
 ) -> None:
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-    with http_collector() as receiver, serving(tmp_path, receiver.url) as serve:
+    with http_server() as receiver, serving(tmp_path, receiver.url) as serve:
         provider = TracerProvider()
         provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(f"{serve.url}/v1/traces")))
         genai_rag(provider, RESTATED, genai_documents(*LARGE_DOCUMENTS))

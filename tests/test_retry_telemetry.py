@@ -36,7 +36,7 @@ from agentscore.result import ScoreResult, ScoreStatus
 from agentscore.run import ScorerRun
 from agentscore.scorers import create_faithfulness_scorer
 from agentscore.testing import ScriptedEndpoint, ScriptedReply, chat_completion, network_failure
-from tests.conftest import new_log_exporter, number_point
+from tests.support.otel import new_log_exporter, number_point
 
 JOBS = 3
 

@@ -61,7 +61,9 @@ def test_overflow_drops_are_counted_reported_and_never_block() -> None:
     accepted = [runner.submit(ScoreJob(scorer, ScorerRun(output=f"{i}"))) for i in range(50)]
     elapsed = time.perf_counter() - started
 
-    assert elapsed < 0.5  # fifty submissions against a stuck worker return at once
+    # Fifty submissions against a stuck worker returned: a blocking one would wait for the
+    # gate, which nothing opens before they are all in.
+    assert elapsed < 60
     # one job may already be running, so 5 or 6 were accepted; the rest dropped
     assert 5 <= sum(accepted) <= 6
     assert len(drops) == 50 - sum(accepted)
@@ -320,7 +322,7 @@ def run_exit_script(job_seconds: float, exit_timeout: str) -> tuple[str, float]:
         env=env,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=120,
         cwd=Path(__file__).resolve().parents[1],
     )
     assert completed.returncode == 0, completed.stderr
@@ -333,9 +335,9 @@ def test_pending_work_is_flushed_at_interpreter_exit() -> None:
 
 
 def test_exit_flush_is_bounded_in_time() -> None:
-    out, elapsed = run_exit_script(job_seconds=60, exit_timeout="0.5")
+    out, elapsed = run_exit_script(job_seconds=3600, exit_timeout="0.5")
     assert "scored" not in out
-    assert elapsed < 15
+    assert elapsed < 60  # the exit's 0.5 s, not the job's hour
 
 
 TELEMETRY_EXIT_SCRIPT = """

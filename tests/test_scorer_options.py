@@ -39,14 +39,14 @@ from agentscore.scorers import (
     create_trajectory_scorer,
 )
 from agentscore.testing import ScriptedEndpoint, ScriptedReply, chat_completion
-from tests.new_scorers import llm_judge, lookup_order
+from tests.support.new_scorers import llm_judge, lookup_order
 
 pytestmark = pytest.mark.anyio
 
 T = TypeVar("T", bound=BaseModel)
 
 # "Where is order 1042?" -> a lookup_order call -> "Order 1042 shipped with UPS.": a run every
-# built-in scores (tests.new_scorers.check lists the scores).
+# built-in scores (tests.support.new_scorers.check lists the scores).
 RUN = ScorerRun(
     input="Where is order 1042?",
     output=[

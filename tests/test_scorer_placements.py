@@ -1,7 +1,7 @@
 """The eight new scorers in every placement: Agent, Evals.submit, the span processor,
 `agentscore serve` and `agentscore eval` (and run_evals, its engine). Each placement scores the
 same generation ("Where is order 1042?" -> a lookup_order call -> "Order 1042 shipped with
-UPS.") and must produce the scores `tests.new_scorers.check` lists."""
+UPS.") and must produce the scores `tests.support.new_scorers.check` lists."""
 
 from __future__ import annotations
 
@@ -19,9 +19,9 @@ from agentscore.ci.batch import run_evals_sync
 from agentscore.cli import main
 from agentscore.spans import ScoringSpanProcessor
 from agentscore.testing import ScriptedEndpoint, chat_completion
-from tests.http_collector import http_collector
-from tests.new_scorers import check, lookup_order, new_scorers
-from tests.serve_support import attribute, evaluation_spans, send_generations, serving, wait_for
+from tests.support.http_server import http_server
+from tests.support.new_scorers import check, lookup_order, new_scorers
+from tests.support.serve import attribute, evaluation_spans, send_generations, serving, wait_for
 
 QUESTION = "Where is order 1042?"
 ANSWER = "Order 1042 shipped with UPS."
@@ -157,8 +157,8 @@ def test_agentscore_eval_command(tmp_path: Path, capsys: pytest.CaptureFixture[s
 
 
 def test_agentscore_serve(tmp_path: Path) -> None:
-    scorers = ("--scorers", "tests.new_scorers:evals")
-    with http_collector() as receiver, serving(tmp_path, receiver.url, *scorers) as serve:
+    scorers = ("--scorers", "tests.support.new_scorers:evals")
+    with http_server() as receiver, serving(tmp_path, receiver.url, *scorers) as serve:
         send_generations(serve.url, [ANSWER])
         wait_for(lambda: len(evaluation_spans(receiver)) == 8, what="eight evaluations")
         serve.terminate()

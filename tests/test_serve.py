@@ -16,9 +16,9 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.trace.export import SpanExportResult
 
 from agentscore.serve.forward import FORWARD_USER_AGENT
-from tests.conftest import span_context
-from tests.http_collector import http_collector
-from tests.serve_support import (
+from tests.support.http_server import Reply, Request, http_server
+from tests.support.otel import span_context
+from tests.support.serve import (
     ANSWER,
     PARAPHRASE,
     WRONG,
@@ -35,7 +35,7 @@ from tests.serve_support import (
 
 
 def test_evaluations_are_exported_under_the_apps_generation_spans(tmp_path: Path) -> None:
-    with http_collector() as receiver, serving(tmp_path, receiver.url) as serve:
+    with http_server() as receiver, serving(tmp_path, receiver.url) as serve:
         sent = send_generations(serve.url, [ANSWER, WRONG])
         wait_for(lambda: len(evaluation_spans(receiver)) == 2, what="two evaluations")
         health = serve.health()
@@ -52,7 +52,7 @@ def test_evaluations_are_exported_under_the_apps_generation_spans(tmp_path: Path
     assert attribute(wrong, "gen_ai.evaluation.score.value") < 0.5
     assert attribute(wrong, "gen_ai.evaluation.score.label") == "fail"
     # The gen_ai.evaluation.result log records went to the receiver's logs endpoint too.
-    assert any(item.path == "/v1/logs" for item in receiver.received)
+    assert any(item.path == "/v1/logs" for item in receiver.requests)
     assert health["spans_received"] == 4
     assert health["generations_found"] == 2
     assert health["scored"] == 2
@@ -65,7 +65,7 @@ def test_a_full_queue_answers_503_with_retry_after_and_memory_stays_flat(tmp_pat
     headers = {"Content-Type": "application/x-protobuf"}
     # A judge budget that never allows a request: jobs stay queued, as in a judge outage.
     options = ("--max-queue", "10", "--requests-per-minute", "0.001")
-    with http_collector() as receiver, serving(tmp_path, receiver.url, *options) as serve:
+    with http_server() as receiver, serving(tmp_path, receiver.url, *options) as serve:
         with httpx.Client(base_url=serve.url, headers=headers) as client:
             statuses = [client.post("/v1/traces", content=body) for body in bodies]
             assert [r.status_code for r in statuses] == [200] * 10 + [503, 503]
@@ -97,7 +97,7 @@ def test_otlp_json_with_gzip_is_read_like_protobuf(tmp_path: Path) -> None:
                         span[key] = base64.b64decode(span[key]).hex()
     body = gzip.compress(json.dumps(request).encode())
     headers = {"Content-Type": "application/json", "Content-Encoding": "gzip"}
-    with http_collector() as receiver, serving(tmp_path, receiver.url) as serve:
+    with http_server() as receiver, serving(tmp_path, receiver.url) as serve:
         reply = httpx.post(f"{serve.url}/v1/traces", content=body, headers=headers)
         assert reply.status_code == 200
         assert reply.headers["content-type"] == "application/json"
@@ -116,7 +116,7 @@ CASCADE = {"SERVE_TEST_JUDGE": "cascade"}
 def test_work_over_the_judge_budget_waits_then_expires_past_max_age(tmp_path: Path) -> None:
     options = ("--requests-per-minute", "1", "--max-age", "1")
     with (
-        http_collector() as receiver,
+        http_server() as receiver,
         serving(tmp_path, receiver.url, *options, env=CASCADE) as serve,
     ):
         send_generations(serve.url, [PARAPHRASE] * 3)  # each needs one LLM request
@@ -138,7 +138,7 @@ def test_work_over_the_judge_budget_waits_then_expires_past_max_age(tmp_path: Pa
 def test_what_the_local_stage_of_a_cascade_decides_costs_no_judge_budget(tmp_path: Path) -> None:
     options = ("--requests-per-minute", "1", "--max-age", "5")
     with (
-        http_collector() as receiver,
+        http_server() as receiver,
         serving(tmp_path, receiver.url, *options, env=CASCADE) as serve,
     ):
         send_generations(serve.url, [ANSWER] * 3 + [PARAPHRASE])
@@ -158,17 +158,18 @@ def test_what_the_local_stage_of_a_cascade_decides_costs_no_judge_budget(tmp_pat
 def test_a_backend_without_a_logs_endpoint_gets_spans_and_jobs_do_not_pile_up(
     tmp_path: Path,
 ) -> None:
-    with http_collector() as receiver:
-        receiver.statuses["/v1/logs"] = 404  # a trace-only backend, as Phoenix is
-        with serving(tmp_path, receiver.url) as serve:
-            send_generations(serve.url, [ANSWER, WRONG])
-            wait_for(lambda: len(evaluation_spans(receiver)) == 2, what="both evaluations")
-            wait_for(lambda: serve.health()["pending_jobs"] == 0, what="the jobs done")
-            health = serve.health()
-            log = serve.log.read_text()
+    def trace_only(request: Request) -> Reply:  # as Phoenix is
+        return Reply(404 if request.path == "/v1/logs" else 200)
+
+    with http_server(trace_only) as receiver, serving(tmp_path, receiver.url) as serve:
+        send_generations(serve.url, [ANSWER, WRONG])
+        wait_for(lambda: len(evaluation_spans(receiver)) == 2, what="both evaluations")
+        wait_for(lambda: serve.health()["pending_jobs"] == 0, what="the jobs done")
+        health = serve.health()
+        log = serve.log.read_text()
     assert health["scored"] == 2
     assert "serve_logs_endpoint_missing" in log
-    log_posts = [item for item in receiver.received if item.path == "/v1/logs"]
+    log_posts = [item for item in receiver.requests if item.path == "/v1/logs"]
     assert len(log_posts) == 1 and log_posts[0].body == b""  # the start-up probe only
 
 
@@ -176,23 +177,24 @@ def test_forward_passes_requests_on_unchanged_and_refusals_back(tmp_path: Path) 
     spans = recorded_generations([ANSWER])
     body = protobuf_request(spans)
     headers = {"Content-Type": "application/x-protobuf"}
-    with http_collector() as backend:
+    with http_server() as backend:
         forward = ("--forward", f"{backend.url}/v1/traces")
         with serving(tmp_path, backend.url, *forward) as serve:
-            backend.status = 503  # the backend refuses: so does the service, and keeps nothing
+            # The backend refuses: so does the service, and keeps nothing.
+            backend.reply_with(Reply(503))
             refused = httpx.post(f"{serve.url}/v1/traces", content=body, headers=headers)
             assert refused.status_code == 503
             assert refused.headers["Retry-After"] == "5"
             assert serve.health()["spans_received"] == 0
-            backend.status = 200
+            backend.reply_with(Reply(200))
             accepted = httpx.post(f"{serve.url}/v1/traces", content=body, headers=headers)
             assert accepted.status_code == 200
             wait_for(lambda: len(evaluation_spans(backend)) == 1, what="the evaluation")
             health = serve.health()
     app_requests = [
         item.body
-        for item in backend.received
-        if item.path == "/v1/traces" and item.headers.get("User-Agent") == FORWARD_USER_AGENT
+        for item in backend.requests
+        if item.path == "/v1/traces" and item.headers.get("user-agent") == FORWARD_USER_AGENT
     ]
     assert app_requests == [body, body]  # the refused try, then the accepted one, byte for byte
     assert health["forward_failures"] == 1
@@ -204,23 +206,23 @@ def test_forward_sends_the_configured_credentials_and_never_logs_them(tmp_path: 
     body = protobuf_request(recorded_generations([ANSWER]))
     headers = {"Content-Type": "application/x-protobuf"}
     secret = {"AGENTSCORE_FORWARD_HEADERS": f"Authorization=Bearer%20{token},X-Team=support"}
-    with http_collector() as backend:
+    with http_server() as backend:
         forward = ("--forward", f"{backend.url}/v1/traces")
         with serving(tmp_path, backend.url, *forward, env=secret) as serve:
-            backend.status = 401  # a refusal names the status, not what was sent
+            backend.reply_with(Reply(401))  # a refusal names the status, not what was sent
             assert (
                 httpx.post(f"{serve.url}/v1/traces", content=body, headers=headers).status_code
                 == 503
             )
-            backend.status = 200
+            backend.reply_with(Reply(200))
             assert (
                 httpx.post(f"{serve.url}/v1/traces", content=body, headers=headers).status_code
                 == 200
             )
             wait_for(lambda: len(evaluation_spans(backend)) == 1, what="the evaluation")
             log = serve.log.read_text()
-    forwarded = [item for item in backend.received if item.body == body]
+    forwarded = [item for item in backend.requests if item.body == body]
     assert len(forwarded) == 2
-    assert all(item.headers["Authorization"] == f"Bearer {token}" for item in forwarded)
-    assert all(item.headers["X-Team"] == "support" for item in forwarded)
+    assert all(item.headers["authorization"] == f"Bearer {token}" for item in forwarded)
+    assert all(item.headers["x-team"] == "support" for item in forwarded)
     assert token not in log

@@ -14,8 +14,8 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from tests.http_collector import Collector, http_collector
-from tests.serve_support import (
+from tests.support.http_server import HttpServer, http_server
+from tests.support.serve import (
     ANSWER,
     evaluation_spans,
     free_port,
@@ -38,7 +38,7 @@ def _evaluations_by_generation(receiver_spans: list[ProtoSpan]) -> dict[tuple[in
 
 
 def test_kill_9_while_scoring_loses_nothing_and_scores_nothing_twice(tmp_path: Path) -> None:
-    with http_collector() as receiver:
+    with http_server() as receiver:
         with serving(tmp_path, receiver.url, "--concurrency", "4", judge_delay=0.1) as serve:
             sent = send_generations(serve.url, [ANSWER] * 30)  # each answered 200
             wait_for(lambda: len(evaluation_spans(receiver)) >= 4, what="scoring under way")
@@ -55,7 +55,7 @@ def test_kill_9_while_scoring_loses_nothing_and_scores_nothing_twice(tmp_path: P
     assert health["dropped"] == 0
 
 
-def _reexported(receiver: Collector) -> int:
+def _reexported(receiver: HttpServer) -> int:
     """Evaluations exported again after the kill: the same span, sent twice (the window
     between the backend's 200 and the job's deletion)."""
     counts = Counter(bytes(s.span_id) for s in evaluation_spans(receiver))
@@ -71,7 +71,7 @@ def test_an_open_traces_spans_survive_kill_9(tmp_path: Path) -> None:
     user = {"role": "user", "parts": [{"type": "text", "content": "Where is order 1042?"}]}
     tool = {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": {}}]}
     answer = {"role": "assistant", "parts": [{"type": "text", "content": "It is on its way."}]}
-    with http_collector() as receiver:
+    with http_server() as receiver:
         root = tracer.start_span("POST /chat")
         with serving(tmp_path, receiver.url, port=port) as serve:
             with trace.use_span(root):
@@ -104,7 +104,7 @@ def test_an_open_traces_spans_survive_kill_9(tmp_path: Path) -> None:
 
 
 def test_sigterm_stops_taking_spans_and_drains_the_queue(tmp_path: Path) -> None:
-    with http_collector() as receiver:
+    with http_server() as receiver:
         with serving(tmp_path, receiver.url, "--concurrency", "1", judge_delay=0.2) as serve:
             send_generations(serve.url, [ANSWER] * 4)
             stopped = serve.terminate()

@@ -16,8 +16,8 @@ import pytest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
 from opentelemetry.proto.trace.v1.trace_pb2 import Status
 
-from tests.http_collector import http_collector
-from tests.serve_support import (
+from tests.support.http_server import Reply, http_server
+from tests.support.serve import (
     ANSWER,
     WRONG,
     attribute,
@@ -43,8 +43,8 @@ def test_stored_results_are_exported_whatever_their_age_and_expired_jobs_are_nam
     tmp_path: Path,
 ) -> None:
     queue = tmp_path / "queue.db"
-    with http_collector() as receiver:
-        receiver.status = 503  # the backend refuses: judged results wait on disk
+    with http_server() as receiver:
+        receiver.reply_with(Reply(503))  # the backend refuses: judged results wait on disk
         with serving(tmp_path, receiver.url) as serve:
             judged = send_generations(serve.url, [ANSWER] * 5)
             wait_for(lambda: stored_results(queue) == 5, what="five results stored")
@@ -56,8 +56,8 @@ def test_stored_results_are_exported_whatever_their_age_and_expired_jobs_are_nam
             wait_for(lambda: serve.health()["pending_jobs"] == 6, what="the sixth job queued")
             serve.kill()
         time.sleep(max(0.0, queued + MAX_AGE + 0.5 - time.time()))
-        receiver.status = 200
-        receiver.received.clear()  # what the refused exports sent does not count
+        receiver.reply_with(Reply(200))
+        receiver.requests.clear()  # what the refused exports sent does not count
         with serving(tmp_path, receiver.url, "--max-age", str(MAX_AGE)) as serve:
             wait_for(lambda: serve.health()["pending_jobs"] == 0, what="the queue to empty")
             wait_for(lambda: len(evaluation_spans(receiver)) >= 6, what="six evaluations")

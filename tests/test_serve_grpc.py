@@ -21,14 +21,15 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 
 from agentscore.cli import main
-from agentscore.serve.grpc_ingest import EXPORT_METHOD
-from tests.http_collector import http_collector
-from tests.serve_support import (
+from tests.support.grpc_export import export_raw
+from tests.support.http_server import http_server
+from tests.support.serve import (
     ANSWER,
     WRONG,
     attribute,
     evaluation_spans,
     listening_ports,
+    open_trace_spans,
     protobuf_request,
     recorded_generations,
     serving,
@@ -36,7 +37,7 @@ from tests.serve_support import (
     traced_generation,
     wait_for,
 )
-from tests.test_serve_network import _open_trace_spans, _self_signed
+from tests.support.tls import self_signed
 
 TOKEN = "grpc-test-token-0123456789abcdef"
 
@@ -60,21 +61,6 @@ def send_over_grpc(
     return sent
 
 
-def export_raw(
-    target: str, body: bytes, metadata: tuple[tuple[str, str], ...] = ()
-) -> tuple[grpc.StatusCode, grpc.Call]:
-    with grpc.insecure_channel(target) as channel:
-        # No serializers: bytes both ways.
-        export: grpc.UnaryUnaryMultiCallable[bytes, bytes] = channel.unary_unary(EXPORT_METHOD)
-        try:
-            _, call = export.with_call(body, metadata=metadata, timeout=10)
-            return grpc.StatusCode.OK, call
-        except grpc.RpcError as error:
-            failed = error
-    assert isinstance(failed, grpc.Call)  # the channel's errors are calls too
-    return failed.code(), failed
-
-
 def retry_delay(error: grpc.Call) -> tuple[float, float]:
     """The RetryInfo delay as the Collector reads it (status details) and as the Python
     exporter reads it (its own trailer)."""
@@ -88,7 +74,7 @@ def retry_delay(error: grpc.Call) -> tuple[float, float]:
 
 
 def test_the_grpc_exporters_generations_are_scored_under_their_spans(tmp_path: Path) -> None:
-    with http_collector() as receiver, serving(tmp_path, receiver.url) as serve:
+    with http_server() as receiver, serving(tmp_path, receiver.url) as serve:
         sent = send_over_grpc(serve.grpc_target, [ANSWER])
         # The exporter's gzip: gRPC decompresses before the service reads the bytes.
         sent += send_over_grpc(serve.grpc_target, [WRONG], compression=grpc.Compression.Gzip)
@@ -111,7 +97,7 @@ def test_the_grpc_exporters_generations_are_scored_under_their_spans(tmp_path: P
 
 def test_an_accepted_export_is_on_disk_before_its_ok(tmp_path: Path) -> None:
     # A judge slower than the test: the job is still queued when the service is killed.
-    with http_collector() as receiver:
+    with http_server() as receiver:
         serve = start_serve(tmp_path, receiver.url, judge_delay=60)
         try:
             [(trace_id, span_id)] = send_over_grpc(serve.grpc_target, [ANSWER])
@@ -134,7 +120,7 @@ def test_a_full_queue_is_resource_exhausted_with_retry_info_the_exporter_honours
     bodies = [protobuf_request(spans[i : i + 2]) for i in range(0, len(spans), 2)]
     # A judge budget that never allows a request: jobs stay queued, as in a judge outage.
     options = ("--max-queue", "2", "--requests-per-minute", "0.001")
-    with http_collector() as receiver, serving(tmp_path, receiver.url, *options) as serve:
+    with http_server() as receiver, serving(tmp_path, receiver.url, *options) as serve:
         codes = [export_raw(serve.grpc_target, body) for body in bodies]
         assert [code for code, _ in codes] == [grpc.StatusCode.OK] * 2 + [
             grpc.StatusCode.RESOURCE_EXHAUSTED
@@ -146,10 +132,10 @@ def test_a_full_queue_is_resource_exhausted_with_retry_info_the_exporter_honours
         assert exporter.export(spans[-2:]) is SpanExportResult.FAILURE
         waited = time.monotonic() - started
         health = serve.health()
-    # Told to wait 5 s with 3 s left, the exporter gives up at once; its own backoff would
-    # have tried again after about 1 s and 2 s.
+    # Told to wait 5 s with 3 s left, the exporter gives up: it never tries again (its own
+    # backoff would have, after about 1 s and 2 s), nor waits the 5 s out.
     assert health["requests_rejected"] - before == 1
-    assert waited < 2.5
+    assert waited < 5
     assert health["pending_jobs"] == 2
     assert health["judge_requests"] == 0
 
@@ -157,7 +143,7 @@ def test_a_full_queue_is_resource_exhausted_with_retry_info_the_exporter_honours
 def test_unreadable_or_oversized_requests_are_refused_and_nothing_is_queued(
     tmp_path: Path,
 ) -> None:
-    with http_collector() as receiver, serving(tmp_path, receiver.url) as serve:
+    with http_server() as receiver, serving(tmp_path, receiver.url) as serve:
         code, error = export_raw(serve.grpc_target, b"\xff\xff\xff\xff")
         # The same 16 MiB bound as OTLP/HTTP bodies, enforced by gRPC before any reading.
         oversized, _ = export_raw(serve.grpc_target, b"\x00" * (16 * 1024 * 1024 + 1))
@@ -174,7 +160,7 @@ def test_with_an_ingest_token_only_the_right_bearer_metadata_gets_in(
 ) -> None:
     env = {"AGENTSCORE_INGEST_TOKEN": TOKEN}
     body = protobuf_request(recorded_generations([ANSWER]))
-    with http_collector() as receiver, serving(tmp_path, receiver.url, env=env) as serve:
+    with http_server() as receiver, serving(tmp_path, receiver.url, env=env) as serve:
         missing = export_raw(serve.grpc_target, body)
         wrong = export_raw(serve.grpc_target, body, (("authorization", f"Bearer {TOKEN}x"),))
         basic = export_raw(serve.grpc_target, body, (("authorization", f"Basic {TOKEN}"),))
@@ -201,7 +187,7 @@ def test_with_an_ingest_token_only_the_right_bearer_metadata_gets_in(
 
 def test_the_drain_answers_unavailable_with_retry_info(tmp_path: Path) -> None:
     body = protobuf_request(recorded_generations([ANSWER]))
-    with http_collector() as receiver:
+    with http_server() as receiver:
         # A job in flight for 3 s keeps the drain going while the test asks.
         with serving(tmp_path, receiver.url, judge_delay=3) as serve:
             assert export_raw(serve.grpc_target, body)[0] is grpc.StatusCode.OK
@@ -223,7 +209,7 @@ def test_grpc_listens_beside_http_unless_turned_off(tmp_path: Path) -> None:
     def port_of(address: str) -> int:
         return int(address.rsplit(":", 1)[1])
 
-    with http_collector() as receiver:
+    with http_server() as receiver:
         with serving(tmp_path, receiver.url) as serve:
             assert listening_ports(serve.process.pid) == {
                 port_of(serve.url),
@@ -248,7 +234,7 @@ def test_capture_content_puts_the_answer_and_the_reason_on_evaluations(tmp_path:
         flag = ("--capture-content",) if capture else ()
         folder = tmp_path / str(capture)
         folder.mkdir()
-        with http_collector() as receiver, serving(folder, receiver.url, *flag) as serve:
+        with http_server() as receiver, serving(folder, receiver.url, *flag) as serve:
             send_over_grpc(serve.grpc_target, [ANSWER])
             wait_for(lambda: len(evaluation_spans(receiver)) == 1, what="the evaluation")
         [evaluation] = evaluation_spans(receiver)
@@ -274,14 +260,14 @@ def test_capture_content_puts_the_answer_and_the_reason_on_evaluations(tmp_path:
 
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
 def test_tls_and_a_token_file_over_grpc_with_the_sdk_exporter(tmp_path: Path) -> None:
-    cert, key = _self_signed(tmp_path)
+    cert, key = self_signed(tmp_path)
     token_file = tmp_path / "ingest-token"
     token_file.write_text(TOKEN + "\n")
     options = (
         *("--ssl-certfile", str(cert), "--ssl-keyfile", str(key)),
         *("--ingest-token-file", str(token_file)),
     )
-    with http_collector() as receiver, serving(tmp_path, receiver.url, *options) as serve:
+    with http_server() as receiver, serving(tmp_path, receiver.url, *options) as serve:
         trusted = grpc.ssl_channel_credentials(cert.read_bytes())
         exporter = OTLPSpanExporter(
             endpoint=f"https://{serve.grpc_target}",
@@ -301,10 +287,10 @@ def test_tls_and_a_token_file_over_grpc_with_the_sdk_exporter(tmp_path: Path) ->
 def test_open_traces_past_the_byte_budget_are_resource_exhausted_retry_or_final(
     tmp_path: Path,
 ) -> None:
-    bodies = [protobuf_request([span]) for span in _open_trace_spans(30, 100_000)]
-    too_big_body = protobuf_request(_open_trace_spans(3, 400_000))
+    bodies = [protobuf_request([span]) for span in open_trace_spans(30, 100_000)]
+    too_big_body = protobuf_request(open_trace_spans(3, 400_000))
     options = ("--max-open-trace-bytes", "1MiB")
-    with http_collector() as receiver, serving(tmp_path, receiver.url, *options) as serve:
+    with http_server() as receiver, serving(tmp_path, receiver.url, *options) as serve:
         replies = [export_raw(serve.grpc_target, body) for body in bodies]
         full = serve.health()
         too_big, error = export_raw(serve.grpc_target, too_big_body)

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
+from types import SimpleNamespace
 
 import grpc
 import httpx
@@ -23,9 +24,10 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 from agentscore.cli import main
 from agentscore.serve.call_slots import CallSlots
 from agentscore.serve.grpc_ingest import EXPORT_METHOD
-from tests.http_collector import http_collector
-from tests.raw_h2 import H2Connection
-from tests.serve_support import (
+from tests.support.grpc_export import export_raw
+from tests.support.http_server import http_server
+from tests.support.raw_h2 import H2Connection
+from tests.support.serve import (
     ANSWER,
     protobuf_request,
     recorded_generations,
@@ -33,7 +35,6 @@ from tests.serve_support import (
     serving,
     wait_for,
 )
-from tests.test_serve_grpc import export_raw
 
 TOKEN = "grpc-limits-token-0123456789abcdef"
 BEARER = (("authorization", f"Bearer {TOKEN}"),)
@@ -96,7 +97,7 @@ def test_calls_without_the_token_are_refused_from_their_metadata_and_hold_no_slo
     tmp_path: Path,
 ) -> None:
     with (
-        http_collector() as receiver,
+        http_server() as receiver,
         serving(tmp_path, receiver.url, env=WITH_TOKEN) as serve,
         # More unfinished calls than the 64 call slots, none carrying the token.
         _unfinished_calls(serve.grpc_target, connections=7, calls=10) as attackers,
@@ -118,7 +119,7 @@ def test_wrong_token_messages_are_not_read(tmp_path: Path) -> None:
     def send_wrong(target: str) -> grpc.StatusCode:
         return export_raw(target, body, (("authorization", f"Bearer {TOKEN}x"),))[0]
 
-    with http_collector() as receiver, serving(tmp_path, receiver.url, env=WITH_TOKEN) as serve:
+    with http_server() as receiver, serving(tmp_path, receiver.url, env=WITH_TOKEN) as serve:
         before = rss_kib(serve.process.pid)
         with ThreadPoolExecutor(24) as pool:
             codes = list(pool.map(send_wrong, [serve.grpc_target] * 24))
@@ -137,7 +138,7 @@ def test_a_call_past_the_call_slots_is_refused_with_retry_info_and_slots_come_ba
     body = protobuf_request(recorded_generations([ANSWER]))
     options = ("--grpc-max-calls", "2")
     with (
-        http_collector() as receiver,
+        http_server() as receiver,
         serving(tmp_path, receiver.url, *options, env=WITH_TOKEN) as serve,
     ):
         with _unfinished_calls(serve.grpc_target, 1, 2, BEARER) as holders:
@@ -160,7 +161,7 @@ def test_300_concurrent_exports_all_land(tmp_path: Path) -> None:
     batches = [spans[i : i + 2] for i in range(0, len(spans), 2)]
     options = ("--grpc-max-calls", "8", "--synchronous", "NORMAL")
     with (
-        http_collector() as receiver,
+        http_server() as receiver,
         serving(tmp_path, receiver.url, *options, env=WITH_TOKEN) as serve,
     ):
         start = threading.Barrier(len(batches))
@@ -190,7 +191,7 @@ def test_idle_connections_to_the_grpc_port_do_not_take_the_descriptors(tmp_path:
     # 256 descriptors for the service: fewer than the idle connections.
     options = ("--header-timeout", "1")
     with (
-        http_collector() as receiver,
+        http_server() as receiver,
         serving(tmp_path, receiver.url, *options, env=WITH_TOKEN, nofile=256) as serve,
     ):
         idle = _idle_sockets(_port(serve.grpc_target), 300)
@@ -228,7 +229,7 @@ def _closed_by_server(sock: socket.socket) -> bool:
 
 def test_idle_grpc_connections_are_closed(tmp_path: Path) -> None:
     options = ("--connection-idle-timeout", "1", "--header-timeout", "1")
-    with http_collector() as receiver, serving(tmp_path, receiver.url, *options) as serve:
+    with http_server() as receiver, serving(tmp_path, receiver.url, *options) as serve:
         # Never a byte sent; and HTTP/2 opened, then no call.
         silent = _idle_sockets(_port(serve.grpc_target), 3)
         opened = [H2Connection("127.0.0.1", _port(serve.grpc_target)) for _ in range(3)]
@@ -257,7 +258,12 @@ def test_the_limits_are_options_listed_by_help(capsys: pytest.CaptureFixture[str
         assert option in shown
 
 
-def test_refused_callers_are_given_turns_spread_at_the_pace_calls_finish() -> None:
+def test_refused_callers_are_given_turns_spread_at_the_pace_calls_finish(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Refused at one instant: a delay is a turn minus now, so a clock moving between the
+    # calls (a busy machine pausing the test) would shift the delays, not the turns.
+    monkeypatch.setattr("agentscore.serve.call_slots.time", SimpleNamespace(monotonic=lambda: 1e4))
     slots = CallSlots(2)
     assert slots.take() and slots.take() and not slots.take()
     for _ in range(20):  # calls have been holding their slot 0.2 s each

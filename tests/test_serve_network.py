@@ -4,31 +4,27 @@ app's folder. The service is a real subprocess; clients are real sockets and exp
 
 from __future__ import annotations
 
-import json
 import os
 import resource
 import shutil
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
-from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.export import SpanExportResult
 
-from tests.http_collector import http_collector
-from tests.raw_http import RawReply, raw_http_server
-from tests.serve_support import (
+from tests.support.http_server import Reply, http_server
+from tests.support.serve import (
     ANSWER,
     PARAPHRASE,
+    SERVE_SCORERS,
     attribute,
     evaluation_spans,
+    open_trace_spans,
     protobuf_request,
     recorded_generations,
     send_generations,
@@ -36,6 +32,7 @@ from tests.serve_support import (
     start_serve,
     wait_for,
 )
+from tests.support.tls import self_signed
 
 TOKEN = "ingest-9fK2mQ7xR4tV8wZ1pL6n"
 PROTOBUF = {"Content-Type": "application/x-protobuf"}
@@ -47,7 +44,7 @@ def test_with_a_token_only_requests_carrying_it_are_read_and_scored(
 ) -> None:
     body = protobuf_request(recorded_generations([PARAPHRASE]))
     env = {**CASCADE, "AGENTSCORE_INGEST_TOKEN": TOKEN}
-    with http_collector() as receiver, serving(tmp_path, receiver.url, env=env) as serve:
+    with http_server() as receiver, serving(tmp_path, receiver.url, env=env) as serve:
         traces = f"{serve.url}/v1/traces"
         refused = [
             httpx.post(traces, content=body, headers=PROTOBUF),
@@ -87,25 +84,11 @@ def test_with_a_token_only_requests_carrying_it_are_read_and_scored(
 
 def test_a_public_address_without_a_token_is_warned_about(tmp_path: Path) -> None:
     with (
-        http_collector() as receiver,
+        http_server() as receiver,
         serving(tmp_path, receiver.url, "--host", "0.0.0.0") as serve,
     ):
         log = serve.log.read_text()
     assert "serve_ingest_open" in log and "AGENTSCORE_INGEST_TOKEN" in log
-
-
-def _self_signed(folder: Path) -> tuple[Path, Path]:
-    cert, key = folder / "cert.pem", folder / "key.pem"
-    subprocess.run(
-        [
-            *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"),
-            *("-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"),
-            *("-keyout", str(key), "-out", str(cert)),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    return cert, key
 
 
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
@@ -115,7 +98,7 @@ def test_tls_and_a_token_file_with_the_sdk_exporter(
     # requests lets these override the exporter's own certificate_file (psf/requests#3829).
     monkeypatch.delenv("REQUESTS_CA_BUNDLE", raising=False)
     monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
-    cert, key = _self_signed(tmp_path)
+    cert, key = self_signed(tmp_path)
     token_file = tmp_path / "ingest-token"
     token_file.write_text(TOKEN + "\n")
     options = (
@@ -123,7 +106,7 @@ def test_tls_and_a_token_file_with_the_sdk_exporter(
         *("--ingest-token-file", str(token_file), "--host", "0.0.0.0"),
     )
     spans = recorded_generations([ANSWER])
-    with http_collector() as receiver, serving(tmp_path, receiver.url, *options) as serve:
+    with http_server() as receiver, serving(tmp_path, receiver.url, *options) as serve:
         assert serve.url.startswith("https://")
         exporter = OTLPSpanExporter(
             f"{serve.url}/v1/traces",
@@ -161,23 +144,20 @@ def test_300_half_sent_requests_do_not_keep_a_fresh_client_out(tmp_path: Path) -
     _raise_own_file_limit(1024)
     body = protobuf_request(recorded_generations([ANSWER]))
     # 256 descriptors for the service, as when the issue was found: fewer than the attackers.
-    with http_collector() as receiver, serving(tmp_path, receiver.url, nofile=256) as serve:
+    with http_server() as receiver, serving(tmp_path, receiver.url, nofile=256) as serve:
         port = int(serve.url.rsplit(":", 1)[1])
         attackers = [_half_sent(port, i) for i in range(300)]
         try:
-            started = time.monotonic()
-            posted = httpx.post(f"{serve.url}/v1/traces", content=body, headers=PROTOBUF, timeout=2)
-            post_took = time.monotonic() - started
-            started = time.monotonic()
-            health = httpx.get(f"{serve.url}/healthz", timeout=2)
-            health_took = time.monotonic() - started
+            # Answered before the attackers' 10 s header timeout would have freed a slot.
+            posted = httpx.post(f"{serve.url}/v1/traces", content=body, headers=PROTOBUF, timeout=8)
+            health = httpx.get(f"{serve.url}/healthz", timeout=8)
             wait_for(lambda: len(evaluation_spans(receiver)) == 1, what="the evaluation")
         finally:
             for sock in attackers:
                 sock.close()
         log = serve.log.read_text()
-    assert posted.status_code == 200 and post_took < 2
-    assert health.status_code == 200 and health_took < 2
+    assert posted.status_code == 200
+    assert health.status_code == 200
     assert health.json()["spans_received"] == 2
     assert "serve_connections_capped" in log  # 256 descriptors: 144 connections at most
     assert "Too many open files" not in log
@@ -193,17 +173,15 @@ def _reply_to(sock: socket.socket, timeout: float) -> bytes:
 
 def test_slow_headers_and_slow_bodies_are_answered_408_and_closed(tmp_path: Path) -> None:
     options = ("--header-timeout", "1", "--body-timeout", "1")
-    with http_collector() as receiver, serving(tmp_path, receiver.url, *options) as serve:
+    with http_server() as receiver, serving(tmp_path, receiver.url, *options) as serve:
         port = int(serve.url.rsplit(":", 1)[1])
         slow_headers, slow_body = _half_sent(port, 1), _half_sent(port, 0)
-        started = time.monotonic()
-        headers_reply = _reply_to(slow_headers, 5)
-        body_reply = _reply_to(slow_body, 5)
-        took = time.monotonic() - started
+        # The service's 1 s timeouts end them: without those, the reads would time out.
+        headers_reply = _reply_to(slow_headers, 60)
+        body_reply = _reply_to(slow_body, 60)
         health = serve.health()
     assert headers_reply.startswith(b"HTTP/1.1 408 ")
     assert body_reply.startswith(b"HTTP/1.1 408 ")
-    assert took < 4
     assert health["requests_timed_out"] == 1  # the body's; a header timeout never reaches the app
     assert health["spans_received"] == 0
 
@@ -215,7 +193,7 @@ def test_a_non_ascii_header_value_is_400_not_500(tmp_path: Path) -> None:
         + f"Content-Length: {len(body)}\r\n\r\n".encode()
         + body
     )
-    with http_collector() as receiver, serving(tmp_path, receiver.url) as serve:
+    with http_server() as receiver, serving(tmp_path, receiver.url) as serve:
         port = int(serve.url.rsplit(":", 1)[1])
         with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
             sock.sendall(request)
@@ -234,23 +212,22 @@ def test_a_redirecting_forward_backend_is_a_failed_forward(tmp_path: Path, statu
     body = protobuf_request(recorded_generations([ANSWER]))
     secret = {"AGENTSCORE_FORWARD_HEADERS": f"Authorization=Bearer%20{credential}"}
     with (
-        raw_http_server([RawReply(b"stolen", status=200)]) as elsewhere,
-        http_collector() as receiver,
+        http_server(Reply(body=b"stolen")) as elsewhere,
+        http_server() as receiver,
     ):
         # The backend sends every POST to another origin, which would happily take it.
-        moved = RawReply(b"", status=status, location=f"{elsewhere.url}/traces")
-        with raw_http_server([moved]) as backend:
-            forward = ("--forward", f"{backend.url}/traces")
+        moved = Reply(status, b"", {"Location": f"{elsewhere.url}/v1/traces"})
+        with http_server(moved) as backend:
+            forward = ("--forward", f"{backend.url}/v1/traces")
             with serving(tmp_path, receiver.url, *forward, env=secret) as serve:
                 reply = httpx.post(f"{serve.url}/v1/traces", content=body, headers=PROTOBUF)
                 health = serve.health()
                 log = serve.log.read_text()
-            assert backend.requests == [body]
+            assert [request.body for request in backend.requests] == [body]
     assert reply.status_code == 503
     assert reply.headers["Retry-After"] == "5"
     assert reply.json() == {"error": f"backend answered {status}"}
     assert elsewhere.requests == []  # and so the credential never went there
-    assert elsewhere.headers == []
     assert health["forward_failures"] == 1
     assert health["spans_received"] == 0
     assert credential not in log
@@ -263,27 +240,25 @@ def test_an_export_answered_by_a_redirect_fails_is_retried_and_never_follows_it(
     the export failed (the job stays on disk, degraded), nothing went to the other server,
     and once the backend takes it the evaluation arrives and the job is done."""
     credential = "exp-Qm4Tz8Lw2Rv6Xc1N"
-    with raw_http_server([RawReply(b"{}", status=200)]) as elsewhere:
-        moved = RawReply(b"", status=302, location=f"{elsewhere.url}/traces")
-        with raw_http_server([moved]) as backend:
+    with http_server() as elsewhere:
+        moved = Reply(302, b"", {"Location": f"{elsewhere.url}/v1/traces"})
+        with http_server(moved) as backend:
             otel = {
-                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"{backend.url}/traces",
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"{backend.url}/v1/traces",
                 "OTEL_EXPORTER_OTLP_HEADERS": f"authorization=Bearer%20{credential}",
             }
             with serving(tmp_path, backend.url, otel=otel) as serve:
                 send_generations(serve.url, [ANSWER])
                 wait_for(lambda: serve.health()["export_failures"] >= 2, what="export retries")
                 during = serve.health()
-                backend.script[:] = [RawReply(b"{}", status=200)]  # the backend is fixed
+                backend.reply_with(Reply())  # the backend is fixed
                 wait_for(lambda: serve.health()["pending_jobs"] == 0, what="the export")
                 log = serve.log.read_text()
     assert "export_failing" in during["problems"] and during["pending_jobs"] == 1
-    assert elsewhere.paths == [] and elsewhere.headers == []
-    traces = [
-        b for p, b in zip(backend.paths, backend.requests, strict=True) if p.endswith("/traces")
-    ]
+    assert elsewhere.requests == []
+    traces = [r.body for r in backend.requests if r.path.endswith("/traces")]
     assert len(traces) >= 3 and len(set(traces)) == 1  # the same evaluation, sent again
-    assert all(h["authorization"] == f"Bearer {credential}" for h in backend.headers)
+    assert all(r.headers["authorization"] == f"Bearer {credential}" for r in backend.requests)
     assert credential not in log
 
 
@@ -291,7 +266,7 @@ def test_requests_during_the_drain_are_answered_503(tmp_path: Path) -> None:
     # Each job's judge takes 3 s, so the drain lasts while the test knocks.
     options = ("--drain-timeout", "10")
     with (
-        http_collector() as receiver,
+        http_server() as receiver,
         serving(tmp_path, receiver.url, *options, judge_delay=3.0) as serve,
     ):
         send_generations(serve.url, [ANSWER])
@@ -321,7 +296,7 @@ def test_scorers_are_imported_from_the_current_directory(tmp_path: Path) -> None
     )
     console_script = str(Path(sys.executable).parent / "agentscore")
     command = [console_script, "serve", "--scorers", "myapp.scoring:evals"]
-    with http_collector() as receiver:
+    with http_server() as receiver:
         serve = start_serve(tmp_path, receiver.url, command=command)
         try:
             send_generations(serve.url, [ANSWER])
@@ -331,39 +306,14 @@ def test_scorers_are_imported_from_the_current_directory(tmp_path: Path) -> None
     assert attribute(evaluation_spans(receiver)[0], "gen_ai.evaluation.name") == "faithfulness"
 
 
-def _open_trace_spans(count: int, size: int) -> list[ReadableSpan]:
-    """A model call of about `size` bytes per trace, each under a root still running."""
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    tracer = provider.get_tracer("app")
-    for index in range(count):
-        root = tracer.start_span(f"request {index}")  # never ended: the trace stays open
-        with (
-            trace.use_span(root),
-            tracer.start_as_current_span(
-                "chat gpt-x",
-                attributes={
-                    "gen_ai.operation.name": "chat",
-                    "gen_ai.input.messages": json.dumps([{"role": "user", "content": "Hi"}]),
-                    "gen_ai.output.messages": json.dumps(
-                        [{"role": "assistant", "content": "x" * size}]
-                    ),
-                },
-            ),
-        ):
-            pass
-    return list(exporter.get_finished_spans())
-
-
 def test_open_traces_past_the_byte_budget_get_503_and_nothing_of_them_is_kept(
     tmp_path: Path,
 ) -> None:
-    bodies = [protobuf_request([span]) for span in _open_trace_spans(30, 100_000)]
-    too_big_body = protobuf_request(_open_trace_spans(3, 400_000))
+    bodies = [protobuf_request([span]) for span in open_trace_spans(30, 100_000)]
+    too_big_body = protobuf_request(open_trace_spans(3, 400_000))
     options = ("--max-open-trace-bytes", "1MiB", "--idle-timeout", "2")
     with (
-        http_collector() as receiver,
+        http_server() as receiver,
         serving(tmp_path, receiver.url, *options) as serve,
         httpx.Client(base_url=serve.url, headers=PROTOBUF) as client,
     ):
@@ -401,7 +351,7 @@ def test_network_options_that_cannot_work_stop_the_start_with_exit_2(
     tmp_path: Path, args: list[str], env: dict[str, str], message: str
 ) -> None:
     command = [sys.executable, "-m", "agentscore.cli", "serve"]
-    command += ["--scorers", "tests.serve_scorers:evals", "--queue", str(tmp_path / "q.db")]
+    command += ["--scorers", SERVE_SCORERS, "--queue", str(tmp_path / "q.db")]
     environment = {**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent), **env}
     done = subprocess.run(
         [*command, *args], env=environment, cwd=tmp_path, capture_output=True, text=True

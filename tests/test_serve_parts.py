@@ -28,9 +28,9 @@ from agentscore.serve.outbox import Outbox
 from agentscore.serve.queue import Commit, SqliteQueue
 from agentscore.serve.stats import ServiceStats
 from agentscore.spans.records import SpanRecord
-from tests.conftest import span_context
-from tests.http_collector import http_collector
-from tests.serve_support import ANSWER, ROOT, free_port, recorded_generations
+from tests.support.http_server import Reply, http_server
+from tests.support.otel import span_context
+from tests.support.serve import ANSWER, ROOT, SERVE_SCORERS, free_port, recorded_generations
 
 
 class Clock:
@@ -285,7 +285,7 @@ def test_malformed_forward_headers_fail_at_start_without_echoing_the_value(
     assert "s3cr3t" not in str(caught.value) and "Evil" not in str(caught.value)
     # The command turns it into exit 2 and one line naming the variable.
     done = subprocess.run(
-        [sys.executable, "-m", "agentscore.cli", "serve", "--scorers", "tests.serve_scorers:evals",
+        [sys.executable, "-m", "agentscore.cli", "serve", "--scorers", SERVE_SCORERS,
          "--queue", str(tmp_path / "q.db"), "--forward", "http://127.0.0.1:9/v1/traces"],
         env={**os.environ, FORWARD_HEADERS_ENV: value, "PYTHONPATH": str(ROOT)},
         capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path,
@@ -300,16 +300,16 @@ def test_malformed_forward_headers_fail_at_start_without_echoing_the_value(
 def test_the_logs_probe_turns_logs_off_only_for_a_missing_endpoint(
     status: int, takes: bool
 ) -> None:
-    with http_collector() as backend:
-        backend.statuses["/v1/logs"] = status
+    with http_server(
+        lambda request: Reply(status if request.path == "/v1/logs" else 200)
+    ) as backend:
         env = {
             "OTEL_EXPORTER_OTLP_ENDPOINT": backend.url,
             "OTEL_EXPORTER_OTLP_HEADERS": "authorization=Bearer%20probe-token-123",
         }
         assert _takes_logs(OtlpSender(OtlpSettings.from_environment("LOGS", env))) is takes
-    [probe] = backend.received
-    headers = {name.lower(): value for name, value in probe.headers.items()}
-    assert probe.body == b"" and headers["authorization"] == "Bearer probe-token-123"
+    [probe] = backend.requests
+    assert probe.body == b"" and probe.headers["authorization"] == "Bearer probe-token-123"
 
 
 def test_an_unreachable_logs_endpoint_keeps_logs_on() -> None:

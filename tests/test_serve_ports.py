@@ -18,7 +18,14 @@ import httpx
 import pytest
 import trustme
 
-from tests.serve_support import ROOT, free_port, listening, listening_ports, wait_for
+from tests.support.serve import (
+    ROOT,
+    SERVE_SCORERS,
+    free_port,
+    listening,
+    listening_ports,
+    wait_for,
+)
 
 COMMAND = [
     sys.executable,
@@ -26,7 +33,7 @@ COMMAND = [
     "agentscore.cli",
     "serve",
     "--scorers",
-    "tests.serve_scorers:evals",
+    SERVE_SCORERS,
 ]
 OTLP_RECEIVERS = {4317, 4318, 6006}  # a Collector's gRPC and HTTP ports, Phoenix's UI
 

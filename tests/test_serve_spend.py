@@ -34,10 +34,11 @@ from agentscore.serve.service import ServeOptions, build_service
 from agentscore.telemetry.core import AGENTSCORE_SCOPE, PRICES_ENV
 from agentscore.telemetry.ledger import OVER_BUDGET, ledger_for
 from agentscore.testing import ScriptedEndpoint, ScriptedReply, chat_completion
-from tests.http_collector import http_collector
-from tests.serve_support import (
+from tests.support.http_server import http_server
+from tests.support.serve import (
     ANSWER,
     ROOT,
+    SERVE_SCORERS,
     free_port,
     protobuf_request,
     recorded_generations,
@@ -158,7 +159,7 @@ def test_a_spent_window_delays_jobs_on_disk_and_refuses_new_ones_until_the_next(
 
 def test_serve_takes_the_spend_options_and_shows_the_budget_on_healthz(tmp_path: Path) -> None:
     with (
-        http_collector() as collector,
+        http_server() as collector,
         serving(
             tmp_path,
             collector.url,
@@ -180,7 +181,7 @@ def test_serve_takes_the_spend_options_and_shows_the_budget_on_healthz(tmp_path:
 
 
 def test_serve_refuses_a_spend_budget_that_is_not_positive(tmp_path: Path) -> None:
-    command = ["serve", "--scorers", "tests.serve_scorers:evals", "--spend-per-day", "-1"]
+    command = ["serve", "--scorers", SERVE_SCORERS, "--spend-per-day", "-1"]
     done = subprocess.run(
         [sys.executable, "-m", "agentscore.cli", *command, "--queue", str(tmp_path / "q.db")],
         cwd=ROOT,

@@ -15,7 +15,7 @@ import pytest
 import trustme
 from cryptography.hazmat.primitives import serialization
 
-from tests.serve_support import ROOT, free_port
+from tests.support.serve import ROOT, SERVE_SCORERS, free_port
 
 
 def _pair(folder: Path, name: str) -> tuple[Path, Path]:
@@ -28,7 +28,7 @@ def _pair(folder: Path, name: str) -> tuple[Path, Path]:
 
 def _serve(folder: Path, cert: Path, key: Path) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-m", "agentscore.cli", "serve"]
-    command += ["--scorers", "tests.serve_scorers:evals", "--queue", str(folder / "q.db")]
+    command += ["--scorers", SERVE_SCORERS, "--queue", str(folder / "q.db")]
     command += ["--port", str(free_port()), "--grpc-port", str(free_port())]
     command += ["--ssl-certfile", str(cert), "--ssl-keyfile", str(key)]
     return subprocess.run(

@@ -4,7 +4,6 @@ buffer drops and counts; a trace shows its worst verdict; what waits is sent at 
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -16,10 +15,10 @@ import pytest
 
 from agentscore.result import ScoreResult, ScoreStatus
 from agentscore.sinks.backends import LangfuseScores, PhoenixAnnotations
-from tests.http_collector import http_collector
-from tests.raw_tcp import Conn, tcp_server
-from tests.serve_support import wait_for
-from tests.test_backends import RESULT, posted
+from tests.support.http_server import Reply, http_server, json_reply
+from tests.support.raw_tcp import Conn, tcp_server
+from tests.support.serve import wait_for
+from tests.support.sinks import RESULT, posted
 
 pytestmark = pytest.mark.anyio
 
@@ -47,7 +46,7 @@ async def flushed(sink: PhoenixAnnotations | LangfuseScores) -> None:
 
 
 async def test_many_results_make_few_posts_each_carrying_a_list() -> None:
-    with http_collector() as collector:
+    with http_server() as collector:
         sink = PhoenixAnnotations(collector.url, max_batch=10, flush_interval=3600)
         for index in range(25):
             await sink(generation(index))
@@ -57,26 +56,26 @@ async def test_many_results_make_few_posts_each_carrying_a_list() -> None:
     assert [len(batch) for batch in posted(collector, TRACES)] == [10, 10, 5]
     sent = [item["span_id"] for batch in posted(collector, SPANS) for item in batch]
     assert sent == [f"{index + 1:016x}" for index in range(25)]
-    assert len(collector.received) == 6
+    assert len(collector.requests) == 6
 
 
 async def test_a_full_batch_goes_without_waiting_for_the_interval() -> None:
-    with http_collector() as collector:
+    with http_server() as collector:
         sink = PhoenixAnnotations(collector.url, max_batch=5, flush_interval=3600)
         for index in range(5):
             # No trace: span annotations only.
             await sink(generation(index).model_copy(update={"trace_id": None}))
-        wait_for(lambda: len(collector.received) == 1, what="the full batch")
+        wait_for(lambda: len(collector.requests) == 1, what="the full batch")
     [batch] = posted(collector, SPANS)
     assert len(batch) == 5
 
 
 async def test_what_waits_goes_once_the_interval_is_over() -> None:
-    with http_collector() as collector:
+    with http_server() as collector:
         sink = LangfuseScores(collector.url, public_key="p", secret_key="s", flush_interval=0.05)
         for index in range(3):
             await sink(generation(index))
-        wait_for(lambda: len(collector.received) == 1, what="the interval's batch")
+        wait_for(lambda: len(collector.requests) == 1, what="the interval's batch")
     # An observation score and a trace score per result, in one request.
     [events] = posted(collector, "/api/public/ingestion")
     assert len(events) == 6
@@ -85,14 +84,14 @@ async def test_what_waits_goes_once_the_interval_is_over() -> None:
 async def test_a_refused_batch_is_logged_never_raised_and_the_next_goes(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    with http_collector() as collector:
+    with http_server() as collector:
         sink = PhoenixAnnotations(collector.url, api_key="px-hidden-key", flush_interval=3600)
-        collector.status = 500
+        collector.reply_with(Reply(500))
         for index in range(3):
             await sink(generation(index))
         await flushed(sink)
-        refused = len(collector.received)
-        collector.status = 200
+        refused = len(collector.requests)
+        collector.reply_with(Reply(200))
         for index in range(3, 5):
             await sink(generation(index))
         await flushed(sink)
@@ -111,9 +110,8 @@ async def test_events_langfuse_refuses_in_a_read_batch_are_logged_by_count(
 ) -> None:
     # Langfuse's ingestion answers 207 and lists each refused event with its own status.
     refused = {"id": "e1", "status": 400, "message": "Invalid request data"}
-    with http_collector() as collector:
-        collector.status = 207
-        collector.reply = json.dumps({"successes": [], "errors": [refused]}).encode()
+    with http_server() as collector:
+        collector.reply_with(json_reply({"successes": [], "errors": [refused]}, 207))
         sink = LangfuseScores(collector.url, public_key="p", secret_key="sk-lf-hidden")
         await sink(generation(0))
         await flushed(sink)
@@ -126,7 +124,7 @@ async def test_events_langfuse_refuses_in_a_read_batch_are_logged_by_count(
 async def test_a_full_buffer_drops_and_counts_and_logs_once(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    with http_collector() as collector:
+    with http_server() as collector:
         sink = PhoenixAnnotations(collector.url, max_batch=100, flush_interval=3600, max_buffer=5)
         # Eight generations of one trace: eight span annotations, one trace annotation.
         for index in range(8):
@@ -163,7 +161,7 @@ async def test_a_trace_shows_its_worst_verdict_latest_among_equals() -> None:
         generation(3, trace=1, **NO_CLAIMS),
         generation(4, trace=1, **FAIL),
     ]
-    with http_collector() as collector:
+    with http_server() as collector:
         sink = PhoenixAnnotations(collector.url, flush_interval=3600)
         for result in results:
             await sink(result)
@@ -177,7 +175,7 @@ async def test_a_trace_shows_its_worst_verdict_latest_among_equals() -> None:
 
 
 async def test_generations_of_a_trace_in_one_batch_post_one_trace_entry() -> None:
-    with http_collector() as collector:
+    with http_server() as collector:
         phoenix = PhoenixAnnotations(collector.url, flush_interval=3600)
         langfuse = LangfuseScores(
             collector.url, public_key="p", secret_key="s", flush_interval=3600
@@ -222,13 +220,13 @@ def test_what_waits_is_posted_when_the_interpreter_exits(tmp_path: Path) -> None
         import anyio
 
         from agentscore.sinks.backends import PhoenixAnnotations
-        from tests.test_backends import RESULT
+        from tests.support.sinks import RESULT
 
         sink = PhoenixAnnotations(sys.argv[1], flush_interval=3600)
         anyio.run(sink, RESULT)  # queued: no flush, and an hour to wait
         """
     )
-    with http_collector() as collector:
+    with http_server() as collector:
         done = subprocess.run(
             [sys.executable, "-c", script, collector.url],
             env={**os.environ, "PYTHONPATH": str(ROOT)},
@@ -238,4 +236,4 @@ def test_what_waits_is_posted_when_the_interpreter_exits(tmp_path: Path) -> None
             timeout=120,
         )
     assert done.returncode == 0, done.stderr
-    assert {request.path for request in collector.received} == {SPANS, TRACES}
+    assert {request.path for request in collector.requests} == {SPANS, TRACES}

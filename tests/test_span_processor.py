@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any, Literal
 
 import pytest
 from opentelemetry import trace
@@ -20,50 +19,12 @@ from agentscore.judges import LocalJudge, OpenAIJudge
 from agentscore.scorers import create_faithfulness_scorer
 from agentscore.spans import ScoringSpanProcessor
 from agentscore.testing import ScriptedEndpoint, chat_completion
-from tests.conftest import Otel, span_context
+from tests.support.otel import Otel, span_context
+from tests.support.pipeline import Pipeline, parts
 
 ORDER = {"order": "1042", "status": "shipped", "carrier": "UPS"}
 ANSWER = "Order 1042 shipped with UPS."
 WRONG = "Order 1042 shipped with FedEx."
-
-
-class Pipeline:
-    """A TracerProvider as an application sets one up, with the scoring processor added."""
-
-    def __init__(
-        self,
-        judge: Any = None,
-        *,
-        telemetry: Telemetry | Literal["own"] | None = "own",
-        runner: Runner | None = None,
-        **processor_options: Any,
-    ) -> None:
-        self.exporter = InMemorySpanExporter()
-        self.provider = TracerProvider()
-        self.scores: list[ScoreResult] = []
-        self.runner = runner or Runner()
-        self.evals = Evals(
-            scorers=[create_faithfulness_scorer(judge or LocalJudge())],
-            runner=self.runner,
-            on_score=self.scores.append,
-            # None: evaluations go through the provider the processor is attached to.
-            telemetry=Telemetry(tracer_provider=self.provider) if telemetry == "own" else telemetry,
-        )
-        self.processor = ScoringSpanProcessor(self.evals, **processor_options)
-        self.provider.add_span_processor(self.processor)
-        self.provider.add_span_processor(SimpleSpanProcessor(self.exporter))
-
-    def settle(self) -> list[ScoreResult]:
-        assert self.processor.force_flush(10_000)
-        assert self.runner.flush(10)
-        return self.scores
-
-    def span(self, name: str) -> ReadableSpan:
-        """The most recent ended span of that name."""
-        return [s for s in self.exporter.get_finished_spans() if s.name == name][-1]
-
-    def evaluation_spans(self) -> list[ReadableSpan]:
-        return [s for s in self.exporter.get_finished_spans() if s.name.startswith("evaluation")]
 
 
 def lookup_order(order_id: str) -> dict[str, str]:
@@ -180,10 +141,6 @@ def test_agents_sdk_run_is_scored_once_under_its_agent_span(
 
 
 # -- The rules, on spans made with the SDK ------------------------------------------------------
-
-
-def parts(text: str) -> str:
-    return json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": text}]}])
 
 
 def hand_written_loop(pipeline: Pipeline, answer: str) -> tuple[ReadableSpan, ReadableSpan]:

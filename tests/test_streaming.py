@@ -18,7 +18,7 @@ from agentscore.result import ScoreResult
 from agentscore.scorers import create_faithfulness_scorer
 from agentscore.telemetry import Telemetry
 from agentscore.testing import ScriptedEndpoint, chat_completion
-from tests.conftest import Otel, span_context
+from tests.support.otel import Otel, span_context
 
 ANSWER = "Order 42 shipped on May 2 and arrives on May 5."
 

@@ -15,7 +15,7 @@ from agentscore.errors import ConfigurationError
 from agentscore.judges import LocalJudge
 from agentscore.run import ScorerRun
 from agentscore.scorers import create_faithfulness_scorer
-from tests.conftest import Otel, span_context
+from tests.support.otel import Otel, span_context
 
 ORDER = {"order": "1042", "status": "shipped", "carrier": "UPS"}
 QUESTION = "Where is order 1042?"

@@ -13,14 +13,14 @@ from agentscore import Agent, Evals, Runner, Telemetry
 from agentscore.judges import OpenAIJudge
 from agentscore.scorers import create_hallucination_scorer
 from agentscore.testing import ScriptedEndpoint, http_error
-from tests.conftest import Otel, histogram_point, number_point
-from tests.test_agent import (
+from tests.support.agent import (
     ORDER_ANSWER,
     agent_endpoint,
     judge_endpoint,
     lookup_order,
     tool_context,
 )
+from tests.support.otel import Otel, histogram_point, number_point
 
 SECRET = "sk-live-abcdefghijklmnop1234"
 

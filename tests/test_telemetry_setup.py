@@ -13,9 +13,8 @@ from agentscore import Agent, Evals, Runner, setup_telemetry
 from agentscore.judges import OpenAIJudge
 from agentscore.scorers import create_faithfulness_scorer
 from agentscore.telemetry import Telemetry, otlp
-from tests.http_collector import http_collector
-from tests.raw_http import RawReply, raw_http_server
-from tests.test_agent import agent_endpoint, judge_endpoint, lookup_order, tool_context
+from tests.support.agent import agent_endpoint, judge_endpoint, lookup_order, tool_context
+from tests.support.http_server import Reply, http_server
 
 
 def scored_agent(telemetry: Telemetry) -> Agent:
@@ -57,7 +56,7 @@ def test_default_is_a_jsonl_file_with_spans_and_evaluation_events(
 
 
 def test_otlp_http_from_the_standard_variables(monkeypatch: pytest.MonkeyPatch) -> None:
-    with http_collector() as collector:
+    with http_server() as collector:
         monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.url)
         setup = setup_telemetry("test-service")
         assert setup.destination == f"OTLP/HTTP {collector.url}"
@@ -65,15 +64,12 @@ def test_otlp_http_from_the_standard_variables(monkeypatch: pytest.MonkeyPatch) 
         scored_agent(setup.telemetry).generate_sync("Where is order 42?")
         setup.shutdown()
 
-    received = [request.path for request in collector.received]
+    received = [request.path for request in collector.requests]
     assert "/v1/traces" in received
     assert "/v1/logs" in received
     assert "/v1/metrics" in received
     # Every signal through agentscore's exporters, on its one HTTP stack.
-    senders = {
-        r.path: {k.lower(): v for k, v in r.headers.items()}["user-agent"]
-        for r in collector.received
-    }
+    senders = {r.path: r.headers["user-agent"] for r in collector.requests}
     assert senders == dict.fromkeys(("/v1/traces", "/v1/logs", "/v1/metrics"), "agentscore")
 
 
@@ -84,29 +80,29 @@ def test_a_backend_redirecting_elsewhere_gets_no_credential_there(
     again within the exporter's timeout), and nothing, the token least of all, goes there."""
     token = "Bearer otlp-t0ken-for-the-backend-only"
     monkeypatch.setattr(otlp, "_FIRST_RETRY", 0.05)
-    with raw_http_server([RawReply(b"taken", status=200)]) as elsewhere:
-        moved = RawReply(b"", status=302, location=f"{elsewhere.url}/traces")
-        with raw_http_server([moved]) as backend:
-            monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", backend.url.removesuffix("/v1"))
+    with http_server(Reply(body=b"taken")) as elsewhere:
+        moved = Reply(302, b"", {"Location": f"{elsewhere.url}/v1/traces"})
+        with http_server(moved) as backend:
+            monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", backend.url)
             monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", f"authorization={quote(token)}")
             monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "0.5")
             setup = setup_telemetry("test-service")
             scored_agent(setup.telemetry).generate_sync("Where is order 42?")
             setup.shutdown(timeout=10)
-    assert elsewhere.paths == [] and elsewhere.headers == []
+    assert elsewhere.requests == []
     for path in ("/v1/traces", "/v1/logs", "/v1/metrics"):
-        tries = [h for p, h in zip(backend.paths, backend.headers, strict=True) if p == path]
+        tries = [r.headers for r in backend.requests if r.path == path]
         assert tries and all(h["authorization"] == token for h in tries)
-    traces = [b for p, b in zip(backend.paths, backend.requests, strict=True) if p == "/v1/traces"]
+    traces = [r.body for r in backend.requests if r.path == "/v1/traces"]
     assert len(traces) > 1 and len(set(traces)) == 1  # the failed batch, tried again
 
 
 def test_a_traces_only_endpoint_exports_only_traces(monkeypatch: pytest.MonkeyPatch) -> None:
     """As for Phoenix, which has no OTLP logs or metrics endpoint."""
-    with http_collector() as collector:
+    with http_server() as collector:
         monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT", raising=False)
         monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", f"{collector.url}/v1/traces")
         setup = setup_telemetry("test-service")
         scored_agent(setup.telemetry).generate_sync("Where is order 42?")
         setup.shutdown()
-    assert {request.path for request in collector.received} == {"/v1/traces"}
+    assert {request.path for request in collector.requests} == {"/v1/traces"}

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from agentscore._wire.http import HttpFailure, async_client, http_module
-from tests.raw_tcp import Conn, reply, tcp_server
+from tests.support.raw_tcp import Conn, reply, tcp_server
 
 pytestmark = pytest.mark.anyio
 

@@ -37,7 +37,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from agentscore.testing import ScriptedEndpoint, ScriptedReply, chat_completion
 from tests.e2e.phoenix import PROJECT_NAME_ATTRIBUTE, Span, run_phoenix, spans_named
-from tests.serve_support import ANSWER, WRONG, serving, traced_generation
+from tests.support.serve import ANSWER, WRONG, serving, traced_generation
 
 LABEL = "gen_ai.evaluation.score.label"
 

@@ -23,7 +23,7 @@ from agentscore.sinks.backends import PhoenixAnnotations
 from agentscore.sinks.roots import RootSpans
 from agentscore.testing import ScriptedEndpoint, chat_completion
 from tests.e2e.phoenix import PROJECT_NAME_ATTRIBUTE, PhoenixServer, Span, spans_named
-from tests.test_agent import agent_endpoint, judge_endpoint, lookup_order, tool_context
+from tests.support.agent import agent_endpoint, judge_endpoint, lookup_order, tool_context
 
 pytestmark = pytest.mark.e2e
 

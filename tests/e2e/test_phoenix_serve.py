@@ -14,7 +14,7 @@ import pytest
 from opentelemetry.sdk.resources import Resource
 
 from tests.e2e.phoenix import PROJECT_NAME_ATTRIBUTE, PhoenixServer, Span, spans_named
-from tests.serve_support import ANSWER, send_generations, serving
+from tests.support.serve import ANSWER, send_generations, serving
 
 pytestmark = pytest.mark.e2e
 

@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from tests.e2e.phoenix import PROJECT_NAME_ATTRIBUTE, PhoenixServer, Span, spans_named
-from tests.serve_support import ANSWER, WRONG, ServeProcess, serving, traced_generation
+from tests.support.serve import ANSWER, WRONG, ServeProcess, serving, traced_generation
 
 pytestmark = pytest.mark.e2e
 

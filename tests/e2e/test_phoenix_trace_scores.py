@@ -36,8 +36,8 @@ from agentscore.scorers import create_faithfulness_scorer, create_tool_efficienc
 from agentscore.sinks.backends import PhoenixAnnotations
 from agentscore.testing import ScriptedEndpoint, chat_completion
 from tests.e2e.phoenix import PROJECT_NAME_ATTRIBUTE, PhoenixServer, Span, spans_named
-from tests.serve_support import serving
-from tests.test_agent import ORDER_ANSWER, lookup_order
+from tests.support.agent import ORDER_ANSWER, lookup_order
+from tests.support.serve import serving
 
 pytestmark = pytest.mark.e2e
 
@@ -129,7 +129,7 @@ def test_scores_from_serve_show_on_the_trace_of_a_web_request(
 ) -> None:
     # The deployment of docs/deploy.md: the app traces with content on and scores nothing;
     # the service, inline before Phoenix, scores and posts through its scorers module's
-    # `PhoenixAnnotations` sink (tests/serve_scorers.py, SERVE_TEST_SINK=phoenix).
+    # `PhoenixAnnotations` sink (tests/support/serve_scorers.py, SERVE_TEST_SINK=phoenix).
     project = f"agentscore-trace-serve-{uuid.uuid4().hex[:8]}"
     otel = {
         "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": phoenix.otlp_traces_endpoint,

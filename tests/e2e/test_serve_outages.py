@@ -1,10 +1,10 @@
 """`agentscore serve` through outages that pass: the judge, the backend, the disk. Work is
 delayed, never lost and never judged twice.
 
-The judge is a real OpenAI-compatible HTTP server in the test process (tests/chat_server.py)
-that the service's `OpenAIJudge`, configured by URL, calls through its own HTTP client;
-every request it gets is counted. Evaluations go to a real OTLP/HTTP receiver whose status
-the test sets.
+The judge is a real OpenAI-compatible HTTP server in the test process
+(tests/support/http_server.py) that the service's `OpenAIJudge`, configured by URL, calls
+through its own HTTP client; every request it gets is counted. Evaluations go to a real
+OTLP/HTTP receiver whose status the test sets.
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ import pytest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
 
 from agentscore.testing import chat_completion
-from tests.chat_server import Answer, ChatServer, Request, chat_server
-from tests.http_collector import http_collector
-from tests.serve_support import (
+from tests.support.http_server import HttpServer, Reply, Request, http_server, json_reply
+from tests.support.serve import (
     ANSWER,
+    SERVE_SCORERS,
     attribute,
     evaluation_spans,
     free_port,
@@ -41,33 +41,33 @@ class Judge:
     def __init__(self) -> None:
         self.down = False
 
-    def __call__(self, request: Request) -> Answer:
+    def __call__(self, request: Request) -> Reply:
         if self.down:
-            return Answer(503, {"error": {"message": "judge overloaded"}})
+            return json_reply({"error": {"message": "judge overloaded"}}, 503)
         claim = {"claim": ANSWER, "verdict": "yes", "reason": "stated in the order record"}
-        return Answer(payload=chat_completion({"claims": [claim]}).body)
+        return json_reply(chat_completion({"claims": [claim]}).body)
 
 
 @contextmanager
-def http_judge() -> Iterator[tuple[Judge, ChatServer]]:
+def http_judge() -> Iterator[tuple[Judge, HttpServer]]:
     judge = Judge()
-    with chat_server(judge) as server:
+    with http_server(judge) as server:
         yield judge, server
 
 
-def judge_env(server: ChatServer, retries: int = 0) -> dict[str, str]:
+def judge_env(base_url: str, retries: int = 0) -> dict[str, str]:
     return {
         "SERVE_TEST_JUDGE": "http",
-        "SERVE_TEST_JUDGE_URL": server.base_url,
+        "SERVE_TEST_JUDGE_URL": base_url,
         "SERVE_TEST_JUDGE_RETRIES": str(retries),
     }
 
 
-def scoring_requests(server: ChatServer) -> int:
+def scoring_requests(server: HttpServer) -> int:
     """Judge requests made to score, leaving out the judge check the service runs at start
     (`agentscore check`'s request: one per judge, outside the scoring budget)."""
     return sum(
-        1 for request in server.requests if "health check" not in str(request.body["messages"])
+        1 for request in server.requests if "health check" not in str(request.json()["messages"])
     )
 
 
@@ -80,9 +80,9 @@ def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None
 
 
 def test_a_judge_outage_delays_the_scores_and_loses_none(tmp_path: Path) -> None:
-    with http_judge() as (judge, server), http_collector() as receiver:
+    with http_judge() as (judge, server), http_server() as receiver:
         judge.down = True
-        with serving(tmp_path, receiver.url, env=judge_env(server, retries=1)) as serve:
+        with serving(tmp_path, receiver.url, env=judge_env(server.base_url, retries=1)) as serve:
             outage = time.monotonic()
             send_generations(serve.url, [ANSWER] * 10)
             wait_until(lambda: serve.health()["delayed"] >= 10, 15, "every job delayed")
@@ -104,15 +104,15 @@ def test_a_judge_outage_delays_the_scores_and_loses_none(tmp_path: Path) -> None
 
 
 def test_a_backend_outage_re_exports_and_never_re_judges(tmp_path: Path) -> None:
-    with http_judge() as (_, server), http_collector() as receiver:
-        receiver.status = 503
-        with serving(tmp_path, receiver.url, env=judge_env(server)) as serve:
+    with http_judge() as (_, server), http_server() as receiver:
+        receiver.reply_with(Reply(503))
+        with serving(tmp_path, receiver.url, env=judge_env(server.base_url)) as serve:
             send_generations(serve.url, [ANSWER] * 10)
             wait_until(lambda: serve.health()["export_failures"] >= 1, 30, "a refused export")
             during = serve.health()
             time.sleep(30)
             judged_during_outage = scoring_requests(server)
-            receiver.status = 200
+            receiver.reply_with(Reply(200))
             wait_until(lambda: serve.health()["scored"] == 10, 60, "all 10 exported")
             after = serve.health()
     assert during["status"] == "degraded" and "export_failing" in during["problems"]
@@ -153,14 +153,16 @@ def fill(disk: Path) -> Path:
 
 def test_a_full_disk_delays_deletes_without_re_judging(tmp_path: Path, small_disk: Path) -> None:
     queue = small_disk / "queue.db"
-    with http_judge() as (_, server), http_collector() as receiver:
-        receiver.status = 503  # results wait, their rows on disk
-        with serving(tmp_path, receiver.url, "--queue", str(queue), env=judge_env(server)) as serve:
+    with http_judge() as (_, server), http_server() as receiver:
+        receiver.reply_with(Reply(503))  # results wait, their rows on disk
+        with serving(
+            tmp_path, receiver.url, "--queue", str(queue), env=judge_env(server.base_url)
+        ) as serve:
             send_generations(serve.url, [ANSWER] * 20)
             wait_until(lambda: serve.health()["export_failures"] >= 1, 30, "a refused export")
             wait_until(lambda: scoring_requests(server) == 20, 30, "every job judged")
             filler = fill(small_disk)
-            receiver.status = 200
+            receiver.reply_with(Reply(200))
             wait_until(lambda: serve.health()["delete_failures"] >= 1, 30, "a failed delete")
             time.sleep(10)
             during = serve.health()
@@ -176,10 +178,12 @@ def test_a_full_disk_delays_deletes_without_re_judging(tmp_path: Path, small_dis
 
 
 def test_the_request_budget_counts_every_http_request(tmp_path: Path) -> None:
-    with http_judge() as (judge, server), http_collector() as receiver:
+    with http_judge() as (judge, server), http_server() as receiver:
         judge.down = True
         options = ("--requests-per-minute", "6")
-        with serving(tmp_path, receiver.url, *options, env=judge_env(server, retries=3)) as serve:
+        with serving(
+            tmp_path, receiver.url, *options, env=judge_env(server.base_url, retries=3)
+        ) as serve:
             started = time.monotonic()
             send_generations(serve.url, [ANSWER] * 10)
             time.sleep(max(0.0, 20 - (time.monotonic() - started)))
@@ -193,13 +197,13 @@ def test_the_request_budget_counts_every_http_request(tmp_path: Path) -> None:
 def test_two_services_on_one_queue_judge_each_generation_once(tmp_path: Path) -> None:
     with (
         http_judge() as (_, server),
-        http_collector() as receiver,
-        serving(tmp_path, receiver.url, env=judge_env(server)) as first,
+        http_server() as receiver,
+        serving(tmp_path, receiver.url, env=judge_env(server.base_url)) as first,
     ):
         second = subprocess.run(
             [
                 sys.executable,
-                *("-m", "agentscore.cli", "serve", "--scorers", "tests.serve_scorers:evals"),
+                *("-m", "agentscore.cli", "serve", "--scorers", SERVE_SCORERS),
                 *("--port", "0", "--queue", str(tmp_path / "queue.db")),
             ],
             capture_output=True,
@@ -216,10 +220,9 @@ def test_two_services_on_one_queue_judge_each_generation_once(tmp_path: Path) ->
 
 def refused_judge_env() -> tuple[int, dict[str, str]]:
     """A judge URL on a port nothing listens on (connections refused) until the test serves
-    the judge there (`chat_server(Judge(), port=...)`)."""
+    the judge there (`http_server(Judge(), port=...)`)."""
     port = free_port()
-    server = ChatServer(base_url=f"http://127.0.0.1:{port}/v1")
-    return port, judge_env(server)
+    return port, judge_env(f"http://127.0.0.1:{port}/v1")
 
 
 def says_failed(span: ProtoSpan) -> list[str]:
@@ -250,11 +253,11 @@ def test_a_judge_refusing_connections_delays_the_scores_and_nothing_says_failed(
     tmp_path: Path,
 ) -> None:
     port, env = refused_judge_env()
-    with http_collector() as receiver, serving(tmp_path, receiver.url, env=env) as serve:
+    with http_server() as receiver, serving(tmp_path, receiver.url, env=env) as serve:
         send_generations(serve.url, [ANSWER] * 3)
         wait_until(lambda: serve.health()["delayed"] >= 6, 30, "two delayed tries a job")
         during = serve.health()
-        with chat_server(Judge(), port=port):
+        with http_server(Judge(), port=port):
             wait_until(lambda: serve.health()["scored"] == 3, 60, "all three scored")
             after = serve.health()
         log = serve.log.read_text()
@@ -284,7 +287,7 @@ def test_a_job_that_fails_for_good_says_failed_once_after_its_delayed_tries(
 ) -> None:
     _, env = refused_judge_env()  # never comes back
     with (
-        http_collector() as receiver,
+        http_server() as receiver,
         serving(tmp_path, receiver.url, "--max-age", "3", env=env) as serve,
     ):
         send_generations(serve.url, [ANSWER] * 2)

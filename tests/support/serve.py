@@ -1,6 +1,6 @@
 """`agentscore serve` as the tests run it: a subprocess on a free 127.0.0.1 port, fed by an app
 instrumented with the OpenTelemetry SDK and its OTLP/HTTP protobuf exporter, exporting to an
-OTLP receiver the test runs (tests/http_collector.py, decoded with opentelemetry-proto)."""
+OTLP receiver the test runs (tests/support/http_server.py, decoded with opentelemetry-proto)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
@@ -32,9 +33,11 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from tests.http_collector import Collector
+from tests.support.http_server import HttpServer
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
+# What `--scorers` loads in every service a test starts (a dotted path from ROOT).
+SERVE_SCORERS = "tests.support.serve_scorers:evals"
 ORDER = {"order": "1042", "status": "shipped", "carrier": "UPS"}
 ANSWER = "Order 1042 shipped with UPS."
 WRONG = "Order 1042 shipped with FedEx."
@@ -85,7 +88,7 @@ def start_serve(
 ) -> ServeProcess:
     """`otel` replaces the default OTEL_* settings (every signal to `receiver`); `env` adds
     other variables; `nofile` sets the service's file descriptor limit (soft and hard);
-    `command` replaces `python -m agentscore.cli serve --scorers tests.serve_scorers:evals`."""
+    `command` replaces `python -m agentscore.cli serve --scorers SERVE_SCORERS`."""
     port = port or free_port()
     # Never the default gRPC port: tests (and other services on the machine) run side by side.
     grpc_port = "" if "--grpc-port" in args else str(free_port())
@@ -102,7 +105,7 @@ def start_serve(
     log = tmp_path / f"serve-{port}.log"
     command = [
         *(command or [sys.executable, "-m", "agentscore.cli", "serve"]),
-        *(() if command else ("--scorers", "tests.serve_scorers:evals")),
+        *(() if command else ("--scorers", SERVE_SCORERS)),
         *("--port", str(port), "--queue", str(tmp_path / "queue.db"), *grpc, *args),
     ]
     limit = (
@@ -199,9 +202,34 @@ def recorded_generations(answers: list[str]) -> list[ReadableSpan]:
     return list(exporter.get_finished_spans())
 
 
-def received_spans(collector: Collector) -> list[ProtoSpan]:
+def open_trace_spans(count: int, size: int) -> list[ReadableSpan]:
+    """A model call of about `size` bytes per trace, each under a root still running."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("app")
+    for index in range(count):
+        root = tracer.start_span(f"request {index}")  # never ended: the trace stays open
+        with (
+            trace.use_span(root),
+            tracer.start_as_current_span(
+                "chat gpt-x",
+                attributes={
+                    "gen_ai.operation.name": "chat",
+                    "gen_ai.input.messages": json.dumps([{"role": "user", "content": "Hi"}]),
+                    "gen_ai.output.messages": json.dumps(
+                        [{"role": "assistant", "content": "x" * size}]
+                    ),
+                },
+            ),
+        ):
+            pass
+    return list(exporter.get_finished_spans())
+
+
+def received_spans(collector: HttpServer) -> list[ProtoSpan]:
     spans: list[ProtoSpan] = []
-    for item in list(collector.received):
+    for item in list(collector.requests):
         if item.path != "/v1/traces":
             continue
         request = ExportTraceServiceRequest.FromString(item.body)
@@ -211,7 +239,7 @@ def received_spans(collector: Collector) -> list[ProtoSpan]:
     return spans
 
 
-def evaluation_spans(collector: Collector) -> list[ProtoSpan]:
+def evaluation_spans(collector: HttpServer) -> list[ProtoSpan]:
     return [span for span in received_spans(collector) if span.name.startswith("evaluation ")]
 
 
@@ -275,10 +303,10 @@ def rss_kib(pid: int) -> int:
     raise AssertionError("no VmRSS")
 
 
-def metric_value(collector: Collector, name: str) -> float | None:
+def metric_value(collector: HttpServer, name: str) -> float | None:
     """The latest value of a sum or gauge metric the service exported, if any."""
     value: float | None = None
-    for item in list(collector.received):
+    for item in list(collector.requests):
         if item.path != "/v1/metrics":
             continue
         request = ExportMetricsServiceRequest.FromString(item.body)

@@ -1,5 +1,5 @@
 """Scorers of every level, as a user's module gives them to `agentscore eval --scorer
-tests.level_scorers:ATTR`: deterministic ones that need no judge, and a conversation scorer
+tests.support.level_scorers:ATTR`: deterministic ones that need no judge, and a conversation scorer
 that asks an OpenAI-compatible judge (`JUDGED`)."""
 
 from __future__ import annotations

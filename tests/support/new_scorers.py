@@ -1,5 +1,5 @@
 """The eight scorers of issue 21 as the placement tests use them (and `agentscore serve`
-imports them: `--scorers tests.new_scorers:evals`).
+imports them: `--scorers tests.support.new_scorers:evals`).
 
 Answer relevancy, context relevance, tool-call accuracy and the three checks run on the
 offline local judge; completeness and the rubric need an LLM, here a scripted

@@ -1,11 +1,12 @@
-"""Scorers that `agentscore serve` imports in the tests (`--scorers tests.serve_scorers:evals`).
+"""Scorers that `agentscore serve` imports in the tests (`--scorers SERVE_SCORERS`, that is
+`tests.support.serve_scorers:evals`).
 
 SERVE_TEST_JUDGE_DELAY (seconds) makes each judge request wait first, so a test can kill the
 service while jobs are being scored. SERVE_TEST_JUDGE=cascade judges with
 `CascadeJudge(LocalJudge(), <LLM>)`, the LLM stage a scripted endpoint in this process (the
 real `openai` client) that calls every claim it is asked about supported.
 SERVE_TEST_JUDGE=http judges with an OpenAIJudge at SERVE_TEST_JUDGE_URL (a real HTTP server
-the test runs, tests/chat_server.py), with SERVE_TEST_JUDGE_RETRIES retries.
+the test runs, tests/support/http_server.py), with SERVE_TEST_JUDGE_RETRIES retries.
 SERVE_TEST_SINK=phoenix sends every result to Phoenix (PHOENIX_COLLECTOR_ENDPOINT) with the
 async `PhoenixAnnotations` sink.
 """

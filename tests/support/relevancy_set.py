@@ -5,7 +5,7 @@ Written for the general case (support desks, facts, code, travel, health, money)
 the local judge's rules: on-topic answers restate the question, continue with pronouns,
 paraphrase it, or answer in a phrase; off-topic answers talk about something else
 entirely, answer another question of the same domain, give another order's or account's
-details, or start on topic and drift. `python -m tests.relevancy_set` prints how the local
+details, or start on topic and drift. `python -m tests.support.relevancy_set` prints how the local
 judge scores it (the figure in docs/local-judge.md).
 """
 
