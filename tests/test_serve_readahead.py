@@ -87,9 +87,9 @@ def test_a_generations_jobs_share_the_grouping_made_for_their_batch(tmp_path: Pa
     queued(queue, 0, 3)
     batches: list[list[str]] = []
 
-    def grouping(jobs: Sequence[Job]) -> dict[str, Any]:
+    def grouping(jobs: Sequence[Job]) -> dict[tuple[str, str], Any]:
         batches.append([job.run.run_id for job in jobs])
-        return {"r1": "shared"}
+        return {("generation", "r1"): "shared"}
 
     ahead = ReadAhead(queue, 8, grouping)
 
