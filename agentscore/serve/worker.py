@@ -156,7 +156,7 @@ class ScoringWorker:
                     break
                 if now - last_expire >= self._expire_every and not stopping:
                     last_expire = now
-                    await anyio.to_thread.run_sync(self._ingestor.expire)
+                    await self._expire_open()
                 if self._undeleted and now >= self._delete_at:
                     await self._delete()
                 try:
@@ -184,6 +184,15 @@ class ScoringWorker:
         # Jobs in flight at the deadline were allowed to finish (their scorer's own timeout
         # bounds them): export them rather than score them again after a restart.
         await self._export()
+
+    async def _expire_open(self) -> None:
+        """Close what is due (idle traces, whole traces past their grace, idle
+        conversations). A write that fails (the disk full) must not end the worker: the
+        conversations it would have handed over stay open for the next look."""
+        try:
+            await anyio.to_thread.run_sync(self._ingestor.expire)
+        except (sqlite3.Error, OSError) as exc:
+            self.health.failing("disk_full", type(exc).__name__)
 
     def _idle(self) -> bool:
         return (
