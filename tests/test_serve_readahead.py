@@ -9,7 +9,7 @@ from typing import Any
 
 import anyio
 
-from agentscore.run import ScorerRun
+from agentscore.run import Level, ScorerRun
 from agentscore.serve.queue import Commit, Job, JobKey, SqliteQueue
 from agentscore.serve.readahead import ReadAhead
 
@@ -34,7 +34,7 @@ class CountingQueue(SqliteQueue):
         return super().due_jobs(limit, exclude, scorers)
 
 
-def no_sharing(jobs: Sequence[Job]) -> dict[str, Any]:
+def no_sharing(jobs: Sequence[Job]) -> dict[tuple[Level, str], Any]:
     return {}
 
 
@@ -87,9 +87,9 @@ def test_a_generations_jobs_share_the_grouping_made_for_their_batch(tmp_path: Pa
     queued(queue, 0, 3)
     batches: list[list[str]] = []
 
-    def grouping(jobs: Sequence[Job]) -> dict[str, Any]:
+    def grouping(jobs: Sequence[Job]) -> dict[tuple[Level, str], Any]:
         batches.append([job.run.run_id for job in jobs])
-        return {"r1": "shared"}
+        return {("generation", "r1"): "shared"}
 
     ahead = ReadAhead(queue, 8, grouping)
 

@@ -8,10 +8,12 @@ once, never before it is over. A turn that comes after that starts a new convers
 the same id.
 
 What is held waits in a `ConversationStore`: in process, `MemoryConversationStore`, bounded
-in conversations, turns and bytes. A conversation that cannot be held whole is never scored
-in part (a missing turn would read as a forgotten one): it is marked broken, keeps no turns,
-and is counted dropped (logged with its id) when it is over. The tracker holds no clock of its
-own: it is given one (tests move it by hand).
+in conversations, turns and bytes; in `agentscore serve`, a store in its queue file, whose
+writes its owner commits together with the jobs a hand-over makes (one transaction: a crash
+at any moment neither loses a conversation nor scores it twice). A conversation that cannot
+be held whole is never scored in part (a missing turn would read as a forgotten one): it is
+marked broken, keeps no turns, and is counted dropped (logged with its id) when it is over.
+The tracker holds no clock of its own: it is given one (tests move it by hand).
 """
 
 from __future__ import annotations
@@ -202,6 +204,10 @@ class ConversationTracker:
     background loop. `clock` gives the time turns are stamped with and idleness is measured
     by (`time.monotonic` by default; a store that outlives the process needs wall time).
     `on_drop(conversation, reason)` hears of each conversation dropped.
+
+    `background=False` is for a store that outlives the process (`agentscore serve`'s): its
+    owner calls `expire` itself, and nothing is handed over at exit (what is open is still
+    open at the next start).
     """
 
     def __init__(
@@ -213,6 +219,7 @@ class ConversationTracker:
         clock: Callable[[], float] = time.monotonic,
         on_drop: Callable[[OpenConversation, str], object] | None = None,
         loop: BackgroundLoop = background_loop,
+        background: bool = True,
     ) -> None:
         check_number("conversation_idle", idle, low=0, open_low=True)
         self.idle = idle
@@ -223,8 +230,11 @@ class ConversationTracker:
         self._loop = loop
         self._lock = threading.Lock()
         self._counts = _Counts()
-        self._ticking = False
-        _trackers.add(self)
+        # A tracker its owner ticks counts as ticking from the start: nothing spawns a ticker
+        # or registers the exit drain for it.
+        self._ticking = not background
+        if background:
+            _trackers.add(self)
 
     @property
     def open(self) -> int:

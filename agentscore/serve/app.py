@@ -213,6 +213,7 @@ class ServeApp:
             "queue_depth": self._queue.depth,
             "pending_jobs": self._queue.pending_jobs,
             "open_trace_bytes": self._ingestor.open_trace_bytes,
+            "open_conversations": self._ingestor.open_conversations,
             **self._stats.snapshot(),
             **self._judge_health(),
         }

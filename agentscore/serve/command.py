@@ -112,6 +112,28 @@ def add_serve_command(commands: Any) -> None:
         "(e.g. 268435456, 256MiB, 1GiB; default 256MiB)",
     )
     serve.add_argument(
+        "--trace-grace",
+        type=float,
+        default=2.0,
+        metavar="SECONDS",
+        help="trace scorers judge a trace this long after its root span ended, so late "
+        "spans join it (a trace whose root never comes: --idle-timeout)",
+    )
+    serve.add_argument(
+        "--conversation-idle",
+        type=float,
+        default=900.0,
+        metavar="SECONDS",
+        help="a conversation is over, and scored, once no turn came for this long",
+    )
+    serve.add_argument(
+        "--max-conversation-bytes",
+        type=_bytes,
+        metavar="BYTES",
+        help="what open conversations may hold on disk; a conversation past it is not "
+        "scored, and counted dropped (default 256MiB)",
+    )
+    serve.add_argument(
         "--jsonl",
         default="agentscore-evaluations.jsonl",
         help="where evaluations go when no OTEL_EXPORTER_OTLP_* endpoint is set",
@@ -156,6 +178,7 @@ def _bytes(text: str) -> int:
 
 
 def serve_command(args: argparse.Namespace) -> int:
+    from agentscore.serve.conversations import DEFAULT_MAX_CONVERSATION_BYTES
     from agentscore.serve.ingest import DEFAULT_MAX_OPEN_BYTES
     from agentscore.serve.service import ServeOptions, run_service
 
@@ -190,6 +213,10 @@ def serve_command(args: argparse.Namespace) -> int:
                 max_open_trace_bytes=args.max_open_trace_bytes or DEFAULT_MAX_OPEN_BYTES,
                 spend_per_hour=args.spend_per_hour,
                 spend_per_day=args.spend_per_day,
+                trace_grace=args.trace_grace,
+                conversation_idle=args.conversation_idle,
+                max_conversation_bytes=args.max_conversation_bytes
+                or DEFAULT_MAX_CONVERSATION_BYTES,
             )
         )
     except (ConfigurationError, ImportError, AttributeError) as exc:

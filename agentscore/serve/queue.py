@@ -1,10 +1,14 @@
-"""The service's durable queue: one SQLite file (WAL) holding open traces' spans and score jobs.
+"""The service's durable queue: one SQLite file (WAL) holding open traces' spans, open
+conversations and score jobs.
 
-Three tables: `spans` (the spans of traces still open, so a restart rebuilds the assembler),
-`emitted` (generations of open traces already turned into jobs, so that rebuild does not
-find them again) and `jobs` (one row per generation and scorer, keyed on trace id, span id and
-scorer id, deleted once its evaluation was exported). Every change that follows one OTLP
-request is one transaction, committed before the request is answered.
+Tables: `spans` (the spans of traces still open, so a restart rebuilds the assembler and the
+whole traces the trace scorers wait for), `emitted` (generations and traces of open traces
+already turned into jobs, so that rebuild does not find them again), `conversations` and
+`turns` (open conversations, `agentscore.serve.conversations`) and `jobs` (one row per target
+and scorer, keyed on trace id, span id and scorer id, deleted once its evaluation was
+exported; its `level` says which run its row holds). Every change that follows one OTLP
+request (or one look for idle traces and conversations) is one transaction, committed before
+the request is answered.
 
 A job's finished result is stored in its row, so a failed export (or a restart before the row
 is deleted) sends the same result again instead of asking the judge again. One process owns a
@@ -32,10 +36,18 @@ from typing import Any, Literal
 from agentscore._memo import RecentValues
 from agentscore.errors import ConfigurationError
 from agentscore.result import ScoreResult
-from agentscore.run import ScorerRun
+from agentscore.run import ConversationRun, Level, ScorerRun, TraceRun, level_of
 from agentscore.spans.records import SpanRecord
 
-__all__ = ["Commit", "Job", "JobKey", "QueueInUseError", "SqliteQueue", "Synchronous"]
+__all__ = [
+    "Commit",
+    "ConversationWrite",
+    "Job",
+    "JobKey",
+    "QueueInUseError",
+    "SqliteQueue",
+    "Synchronous",
+]
 
 Synchronous = Literal["NORMAL", "FULL"]
 JobKey = tuple[str, str, str]  # trace id hex, span id hex, scorer id
@@ -53,10 +65,21 @@ CREATE TABLE IF NOT EXISTS jobs (trace_id TEXT NOT NULL, span_id TEXT NOT NULL,
                                  scorer_id TEXT NOT NULL, run TEXT NOT NULL,
                                  created REAL NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,
                                  not_before REAL NOT NULL DEFAULT 0, result TEXT,
-                                 UNIQUE (trace_id, span_id, scorer_id));
+                                 level TEXT, UNIQUE (trace_id, span_id, scorer_id));
 CREATE INDEX IF NOT EXISTS jobs_by_age ON jobs (created);
+CREATE TABLE IF NOT EXISTS conversations (conversation_id TEXT PRIMARY KEY,
+                                          header TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS turns (conversation_id TEXT NOT NULL, seq INTEGER NOT NULL,
+                                  turn TEXT NOT NULL, PRIMARY KEY (conversation_id, seq));
 """
-_JOB_COLUMNS = "trace_id, span_id, scorer_id, run, created, attempts, not_before, result"
+_JOB_COLUMNS = "trace_id, span_id, scorer_id, run, created, attempts, not_before, result, level"
+# The run a job's row holds, by its level (NULL: a generation, as every row before levels).
+_RUN_TYPES: dict[str | None, type[ScorerRun]] = {
+    None: ScorerRun,
+    "generation": ScorerRun,
+    "trace": TraceRun,
+    "conversation": ConversationRun,
+}
 
 
 class QueueInUseError(ConfigurationError):
@@ -78,6 +101,25 @@ class Job:
     def scorer_id(self) -> str:
         return self.key[2]
 
+    @property
+    def target(self) -> tuple[Level, str]:
+        """What its scorer judges: a generation, a trace or a conversation, by its run id (a
+        trace's run id is that of its root span, which may be a generation's too)."""
+        return level_of(self.run), self.run.run_id
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationWrite:
+    """One change to an open conversation's rows, applied in order with the others of a
+    commit. `header` (JSON) replaces its header; `turns` (sequence number, Turn JSON) are
+    added after deleting its turns when `clear_turns`; `delete` removes it whole."""
+
+    conversation_id: str
+    header: str | None = None
+    turns: Sequence[tuple[int, str]] = ()
+    clear_turns: bool = False
+    delete: bool = False
+
 
 @dataclass(slots=True)
 class Commit:
@@ -87,6 +129,7 @@ class Commit:
     emitted: Sequence[tuple[str, str]] = ()
     jobs: Sequence[tuple[JobKey, ScorerRun]] = ()
     closed_traces: Iterable[int] = ()
+    conversations: Sequence[ConversationWrite] = ()
 
 
 class SqliteQueue:
@@ -108,6 +151,8 @@ class SqliteQueue:
             columns = {row[1] for row in self._db.execute("PRAGMA table_info(jobs)")}
             if "result" not in columns:  # a queue file from before results were stored
                 self._db.execute("ALTER TABLE jobs ADD COLUMN result TEXT")
+            if "level" not in columns:  # from before levels: every job is a generation's
+                self._db.execute("ALTER TABLE jobs ADD COLUMN level TEXT")
             self._move_jobs_to_a_rowid_table()
             self._spans = self._count("spans")
             self._jobs = self._count("jobs")
@@ -132,7 +177,7 @@ class SqliteQueue:
         """Write one ingest step; returns how many jobs were new (not already queued)."""
         now = time.time()
         closed = [(f"{trace_id:032x}",) for trace_id in change.closed_traces]
-        jobs = [(*key, run.model_dump_json(), now) for key, run in change.jobs]
+        jobs = [(*key, run.model_dump_json(), now, _level(run)) for key, run in change.jobs]
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
@@ -143,8 +188,8 @@ class SqliteQueue:
                 self._db.executemany("INSERT OR IGNORE INTO emitted VALUES (?, ?)", change.emitted)
                 before = self._db.total_changes
                 self._db.executemany(
-                    "INSERT OR IGNORE INTO jobs (trace_id, span_id, scorer_id, run, created) "
-                    "VALUES (?, ?, ?, ?, ?)",
+                    "INSERT OR IGNORE INTO jobs (trace_id, span_id, scorer_id, run, created, "
+                    "level) VALUES (?, ?, ?, ?, ?, ?)",
                     jobs,
                 )
                 added_jobs = self._db.total_changes - before
@@ -152,6 +197,8 @@ class SqliteQueue:
                 self._db.executemany("DELETE FROM spans WHERE trace_id = ?", closed)
                 removed_spans = self._db.total_changes - before
                 self._db.executemany("DELETE FROM emitted WHERE trace_id = ?", closed)
+                for write in change.conversations:
+                    self._write_conversation(write)
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
@@ -167,6 +214,36 @@ class SqliteQueue:
             else:
                 self._queued_runs.discard(key for key, _ in change.jobs)
         return added_jobs
+
+    def _write_conversation(self, write: ConversationWrite) -> None:
+        key = write.conversation_id
+        if write.delete or write.clear_turns:
+            self._db.execute("DELETE FROM turns WHERE conversation_id = ?", (key,))
+        if write.delete:
+            self._db.execute("DELETE FROM conversations WHERE conversation_id = ?", (key,))
+            return
+        if write.header is not None:
+            self._db.execute(
+                "INSERT OR REPLACE INTO conversations VALUES (?, ?)", (key, write.header)
+            )
+        self._db.executemany(
+            "INSERT OR REPLACE INTO turns VALUES (?, ?, ?)",
+            [(key, seq, turn) for seq, turn in write.turns],
+        )
+
+    def conversation_headers(self) -> list[tuple[str, str]]:
+        """Each open conversation's id and header (JSON)."""
+        with self._lock:
+            return self._db.execute("SELECT conversation_id, header FROM conversations").fetchall()
+
+    def conversation_turns(self, conversation_id: str) -> list[str]:
+        """An open conversation's turns (JSON), in order."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT turn FROM turns WHERE conversation_id = ? ORDER BY seq",
+                (conversation_id,),
+            ).fetchall()
+        return [row[0] for row in rows]
 
     def stored_spans(self) -> list[SpanRecord]:
         """The spans of open traces, in the order they arrived."""
@@ -186,19 +263,20 @@ class SqliteQueue:
         only = "" if scorers is None else f"AND scorer_id IN ({','.join('?' * len(scorers))}) "
         with self._lock:
             rows = self._db.execute(
-                "SELECT trace_id, span_id, scorer_id, run, created, attempts, result FROM jobs "
+                "SELECT trace_id, span_id, scorer_id, run, created, attempts, result, level "
+                "FROM jobs "
                 f"WHERE not_before <= ? {only}ORDER BY created LIMIT ?",
                 (time.time(), *(scorers or ()), limit + len(exclude)),
             ).fetchall()
         jobs = [
             Job(
                 (t, s, c),
-                self._queued_runs.get((t, s, c)) or ScorerRun.model_validate_json(run),
+                self._queued_runs.get((t, s, c)) or _RUN_TYPES[level].model_validate_json(run),
                 created,
                 attempts,
                 None if result is None else ScoreResult.model_validate_json(result),
             )
-            for t, s, c, run, created, attempts, result in rows
+            for t, s, c, run, created, attempts, result, level in rows
             if (t, s, c) not in exclude
         ]
         return jobs[:limit]
@@ -305,6 +383,11 @@ def _own(path: Path) -> int:
     return descriptor
 
 
+def _level(run: ScorerRun) -> str | None:
+    level = level_of(run)
+    return None if level == "generation" else level
+
+
 def _dump_record(span: SpanRecord) -> str:
     return json.dumps(
         [
@@ -316,6 +399,8 @@ def _dump_record(span: SpanRecord) -> str:
             span.end_time,
             span.parent_is_remote,
             span.scope,
+            span.start_time,
+            span.error,
         ],
         separators=(",", ":"),
         default=str,
@@ -324,7 +409,10 @@ def _dump_record(span: SpanRecord) -> str:
 
 
 def _load_record(text: str) -> SpanRecord:
-    trace_id, span_id, parent, name, attributes, end_time, remote, scope = json.loads(text)
+    fields = json.loads(text)
+    trace_id, span_id, parent, name, attributes, end_time, remote, scope = fields[:8]
+    # Rows stored before spans kept their start and error hold eight fields.
+    start_time, error = fields[8:10] if len(fields) >= 10 else (0, None)
     return SpanRecord(
         trace_id=int(trace_id, 16),
         span_id=int(span_id, 16),
@@ -334,6 +422,8 @@ def _load_record(text: str) -> SpanRecord:
         end_time=end_time,
         parent_is_remote=remote,
         scope=scope,
+        start_time=start_time,
+        error=error,
     )
 
 

@@ -17,19 +17,20 @@ from collections.abc import Callable, Sequence
 import anyio
 
 from agentscore.pipeline.generation import Generation
+from agentscore.run import Level
 from agentscore.serve.queue import Job, JobKey, SqliteQueue
 
 __all__ = ["ReadAhead"]
 
-Grouping = Callable[[Sequence[Job]], dict[str, Generation]]
+Grouping = Callable[[Sequence[Job]], dict[tuple[Level, str], Generation]]
 
 
 class ReadAhead:
     """Used from one task at a time (the worker's loop): a read in progress is the only one.
 
-    `generations`: each generation among a batch read, by run id. Made for the whole batch,
-    so a generation's jobs share their judge request even when the free slots take them one
-    at a time."""
+    `generations`: each target among a batch read (`Job.target`: a generation, a trace or a
+    conversation). Made for the whole batch, so a target's jobs share their judge request
+    even when the free slots take them one at a time."""
 
     def __init__(self, queue: SqliteQueue, batch: int, generations: Grouping) -> None:
         self._queue = queue
@@ -61,7 +62,7 @@ class ReadAhead:
             limit = max(self._batch, room) - len(ready)
             jobs = await anyio.to_thread.run_sync(self._queue.due_jobs, limit, exclude, only)
             generations = self._generations([job for job in jobs if job.result is None])
-            read = [(job, generations.get(job.run.run_id)) for job in jobs]
+            read = [(job, generations.get(job.target)) for job in jobs]
             self._held += read
             ready = self._held if only is None else ready + read
         if only is None:

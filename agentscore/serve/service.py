@@ -22,15 +22,17 @@ from agentscore._runtime.hooks import flush_buffers
 from agentscore.errors import ConfigurationError
 from agentscore.evals import Evals
 from agentscore.judges.cascade import cascade_health
+from agentscore.pipeline.conversations import DEFAULT_CONVERSATION_IDLE
 from agentscore.scorers.base import Scorer
 from agentscore.serve.app import ServeApp
 from agentscore.serve.auth import load_ingest_token
 from agentscore.serve.budget import JudgeBudget
 from agentscore.serve.connections import ConnectionLimits, connection_limits, guarded_protocol
+from agentscore.serve.conversations import DEFAULT_MAX_CONVERSATION_BYTES
 from agentscore.serve.export import build_exporters
 from agentscore.serve.forward import forward_sender
 from agentscore.serve.health import ServiceHealth
-from agentscore.serve.ingest import DEFAULT_MAX_OPEN_BYTES, Ingestor
+from agentscore.serve.ingest import DEFAULT_MAX_OPEN_BYTES, DEFAULT_TRACE_GRACE, Ingestor
 from agentscore.serve.listen import (
     DEFAULT_GRPC_PORT,
     DEFAULT_HTTP_PORT,
@@ -80,6 +82,9 @@ class ServeOptions:
     max_open_trace_bytes: int = DEFAULT_MAX_OPEN_BYTES
     spend_per_hour: float | None = None  # in the currency of AGENTSCORE_JUDGE_PRICES
     spend_per_day: float | None = None
+    trace_grace: float = DEFAULT_TRACE_GRACE
+    conversation_idle: float = DEFAULT_CONVERSATION_IDLE
+    max_conversation_bytes: int = DEFAULT_MAX_CONVERSATION_BYTES
 
 
 def load_evals(spec: str) -> Evals:
@@ -147,6 +152,9 @@ def build_service(
         ledger=ledger_for(exporters.meter_provider, AGENTSCORE_SCOPE),
         spend=spend,
         prices=prices,
+        trace_grace=options.trace_grace,
+        conversation_idle=options.conversation_idle,
+        max_conversation_bytes=options.max_conversation_bytes,
     )
     health = ServiceHealth()
     worker = ScoringWorker(
@@ -243,6 +251,10 @@ def run_service(options: ServeOptions) -> int:
         options.connection_idle_timeout,
         options.max_connection_age,
     )
+    if options.trace_grace < 0 or options.conversation_idle <= 0:
+        raise ConfigurationError(
+            "--trace-grace must not be negative and --conversation-idle must be positive"
+        )
     if min(timeouts) <= 0 or min(options.max_connections, options.grpc_max_calls) < 1:
         raise ConfigurationError(
             "--header-timeout, --body-timeout, --connection-idle-timeout and "

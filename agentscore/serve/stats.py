@@ -17,6 +17,8 @@ COUNTERS = (
     "spans_received",
     "generations_found",
     "generations_sampled",
+    "traces_found",
+    "conversations_over",
     "jobs_queued",
     "over_budget",
     "scored",

@@ -37,6 +37,7 @@ from agentscore.pipeline.evaluate import replay
 from agentscore.pipeline.generation import Generation, Scoring, score_generation
 from agentscore.pipeline.retry import RetryPolicy
 from agentscore.result import ScoreResult, ScoreStatus
+from agentscore.run import Level
 from agentscore.scorers.base import Scorer
 from agentscore.serve.budget import JudgeBudget
 from agentscore.serve.expiry import expired_result, is_expired, log_expired
@@ -128,6 +129,9 @@ class ScoringWorker:
         self._wake: anyio.Event | None = None
         # Due jobs are read `concurrency` at a time, not with a query per freed slot.
         self._ahead = ReadAhead(queue, concurrency, self._generations)
+        # Idle traces, whole traces past their grace and idle conversations are looked for
+        # this often (at most every second).
+        self._expire_every = min(_EXPIRE_EVERY, ingestor.tick)
 
     def start(self) -> None:
         self._thread = threading.Thread(
@@ -150,9 +154,9 @@ class ScoringWorker:
                 stopping = self._deadline is not None
                 if stopping and (now >= (self._deadline or 0.0) or self._idle()):
                     break
-                if now - last_expire >= _EXPIRE_EVERY and not stopping:
+                if now - last_expire >= self._expire_every and not stopping:
                     last_expire = now
-                    await anyio.to_thread.run_sync(self._ingestor.expire)
+                    await self._expire_open()
                 if self._undeleted and now >= self._delete_at:
                     await self._delete()
                 try:
@@ -180,6 +184,15 @@ class ScoringWorker:
         # Jobs in flight at the deadline were allowed to finish (their scorer's own timeout
         # bounds them): export them rather than score them again after a restart.
         await self._export()
+
+    async def _expire_open(self) -> None:
+        """Close what is due (idle traces, whole traces past their grace, idle
+        conversations). A write that fails (the disk full) must not end the worker: the
+        conversations it would have handed over stay open for the next look."""
+        try:
+            await anyio.to_thread.run_sync(self._ingestor.expire)
+        except (sqlite3.Error, OSError) as exc:
+            self.health.failing("disk_full", type(exc).__name__)
 
     def _idle(self) -> bool:
         return (
@@ -250,13 +263,14 @@ class ScoringWorker:
         record_dropped(self._telemetry, job.scorer_id, job.run.agent_name)
         self._finish_unjudged(job, expired_result(job, max_age))
 
-    def _generations(self, jobs: Sequence[Job]) -> dict[str, Generation]:
-        """The generations among `jobs`, by run id: each with the scorers of its jobs here."""
-        by_run: dict[str, list[Scorer]] = {}
+    def _generations(self, jobs: Sequence[Job]) -> dict[tuple[Level, str], Generation]:
+        """The targets among `jobs` (a generation, a trace, a conversation), each with the
+        scorers of its jobs here, whose LLM scorers share one judge request."""
+        by_target: dict[tuple[Level, str], list[Scorer]] = {}
         for job in jobs:
             if job.scorer_id in self._scorers:  # else dropped as it starts
-                by_run.setdefault(job.run.run_id, []).append(self._scorers[job.scorer_id])
-        return {run_id: Generation.of(scorers) for run_id, scorers in by_run.items()}
+                by_target.setdefault(job.target, []).append(self._scorers[job.scorer_id])
+        return {target: Generation.of(scorers) for target, scorers in by_target.items()}
 
     async def _score(self, job: Job, generation: Generation | None) -> None:
         try:

@@ -13,6 +13,7 @@ and without a clock: its owner feeds it and says what time it is.
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import structlog
@@ -66,6 +67,17 @@ class TraceBuffer:
     @property
     def open_traces(self) -> int:
         return len(self._open)
+
+    def is_open(self, trace_id: int) -> bool:
+        """True while the trace is held, waiting for its root's grace or the idle timeout."""
+        return trace_id in self._open
+
+    def bytes_to_hold(self, spans: Sequence[SpanRecord]) -> int:
+        """What adding `spans` would add to `held_bytes`, at most (a trace is held past its
+        root, for the grace, so a root counts like any span)."""
+        kept = [span for span in spans if span.trace_id not in self._gone]
+        new_traces = {span.trace_id for span in kept} - self._open.keys()
+        return sum(map(span_bytes, kept)) + _TRACE_OVERHEAD * len(new_traces)
 
     def add(self, span: SpanRecord, now: float) -> None:
         trace_id = span.trace_id

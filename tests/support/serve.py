@@ -319,3 +319,57 @@ def metric_value(collector: HttpServer, name: str) -> float | None:
                     for point in points:
                         value = point.as_double if point.HasField("as_double") else point.as_int
     return value
+
+
+def agent_turn(
+    provider: TracerProvider,
+    question: str,
+    answer: str,
+    *,
+    lookups: int = 1,
+    conversation_id: str | None = None,
+    end: bool = False,
+) -> tuple[int, int]:
+    """One request of an agent app as a GenAI-instrumented app traces it: an HTTP root span,
+    the agent's span and a `lookup_order` tool span per lookup (same arguments each time);
+    the conversation id on the root, as an app sets it per request. Returns the trace id and
+    the root span id."""
+    tracer = provider.get_tracer("app")
+    root_attributes: dict[str, Any] = {}
+    if conversation_id:
+        root_attributes["gen_ai.conversation.id"] = conversation_id
+    if end:
+        root_attributes["agentscore.conversation.end"] = True
+    user = _parts("user", {"type": "text", "content": question})
+    output = []
+    for n in range(lookups):
+        call = {"type": "tool_call", "id": f"c{n}", "name": "lookup_order", "arguments": "{}"}
+        output += [
+            _parts("assistant", call),
+            _parts("tool", {"type": "tool_call_response", "id": f"c{n}", "response": ORDER}),
+        ]
+    output.append(_parts("assistant", {"type": "text", "content": answer}))
+    with tracer.start_as_current_span("POST /chat", attributes=root_attributes) as root:
+        with tracer.start_as_current_span(
+            "invoke_agent support",
+            attributes={
+                "gen_ai.operation.name": "invoke_agent",
+                "gen_ai.agent.name": "support",
+                "gen_ai.input.messages": json.dumps([user]),
+                "gen_ai.output.messages": json.dumps(output),
+            },
+        ):
+            for n in range(lookups):
+                with tracer.start_as_current_span(
+                    "execute_tool lookup_order",
+                    attributes={
+                        "gen_ai.operation.name": "execute_tool",
+                        "gen_ai.tool.name": "lookup_order",
+                        "gen_ai.tool.call.id": f"c{n}",
+                        "gen_ai.tool.call.arguments": "{}",
+                        "gen_ai.tool.call.result": json.dumps(ORDER),
+                    },
+                ):
+                    pass
+        context = root.get_span_context()
+    return context.trace_id, context.span_id
