@@ -1,7 +1,7 @@
-"""Scorers of every level that `agentscore serve` imports in the level tests
-(`--scorers tests.support.serve_level_scorers:evals`): faithfulness on generations (the local
-judge), tool efficiency on whole traces, and a conversation scorer whose score is the number of turns
-it was handed (so a test reads from the evaluation what the service put together)."""
+"""Scorers of every level that `agentscore serve` imports in the level tests (`--scorers
+tests.support.serve_level_scorers:evals`): faithfulness on generations (the local judge),
+tool efficiency on whole traces, and a conversation scorer whose score is the number of
+turns it was handed (so a test reads from the evaluation what the service put together)."""
 
 from __future__ import annotations
 
