@@ -38,9 +38,9 @@ __all__ = [
 ]
 
 # The default seconds of an agentscore thread's CPU time between pauses (docs/benchmarks.md,
-# "Giving the GIL back"). A host thread woken during scoring waits about this long at most, plus the
-# longest piece of work with no `give_way`; a shorter slice costs busy scoring more pauses
-# (each about 80 µs of waiting and 17 µs of CPU on Linux).
+# "Waiting for the GIL"). A host thread woken during scoring waits about this long at most,
+# plus the longest piece of work with no `give_way`; a shorter slice costs busy scoring more
+# pauses, each a wait in the kernel and some CPU.
 GIL_SLICE = 0.00025
 
 # Wall seconds a pause lasts at most, however busy the host: so scoring goes on (one slice in
@@ -97,8 +97,8 @@ def give_way() -> None:
 
 def _pause() -> float:
     """Pauses while the host works; returns the thread's CPU time at the end."""
-    # sleep(0) still blocks in the kernel (about 80 µs here): long enough for a thread waiting
-    # on the GIL to take it. Its CPU from then on is the process's less this thread's.
+    # sleep(0) still blocks in the kernel: long enough for a thread waiting on the GIL to take
+    # it. Its CPU from then on is the process's less this thread's.
     started = now = time.perf_counter()
     sleep = 0.0
     while True:
