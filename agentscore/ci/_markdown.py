@@ -104,11 +104,14 @@ def _worst_records(
     if not failing:
         return []
 
-    def badness(row: Mapping[str, Any]) -> tuple[int, float]:
+    def badness(row: Mapping[str, Any]) -> tuple[int, float, str]:
+        # Ties by record id: the same results make the same report, whatever order the
+        # records finished in.
+        record_id = str(row.get("id", ""))
         score = (row.get("scores", {}).get(scorer_id) or {}).get("score")
         if score is None:
-            return (1, 0.0)  # errors after the failures they cannot be ranked against
-        return (0, score if higher else -score)
+            return (1, 0.0, record_id)  # errors after the failures they cannot be ranked against
+        return (0, score if higher else -score, record_id)
 
     shown = sorted(failing, key=badness)[:limit]
     lines = [f"### Worst records: {cell(scorer_id)} ({len(failing)} failing)", ""]
