@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from typing import Any, Literal, Self, cast
+from typing import Annotated, Any, Literal, Self, cast
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from agentscore.adapters import coerce_messages
 from agentscore.messages import Message, assistant_text, last_user_text, pair_tool_calls
@@ -32,6 +32,14 @@ __all__ = [
 
 Level = Literal["generation", "trace", "conversation"]
 StepKind = Literal["agent", "llm", "tool", "retrieval"]
+# What was asked and what was answered, in any shape the adapters read: a string is a user
+# message on the way in and an assistant message on the way out.
+AskedMessages = Annotated[
+    list[Message], BeforeValidator(lambda value: coerce_messages(value, default_role="user"))
+]
+AnsweredMessages = Annotated[
+    list[Message], BeforeValidator(lambda value: coerce_messages(value, default_role="assistant"))
+]
 
 
 class ScorerRun(BaseModel):
@@ -44,8 +52,8 @@ class ScorerRun(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     run_id: str = Field(default_factory=lambda: uuid.uuid4().hex)
-    input: list[Message] = Field(default_factory=list)
-    output: list[Message] = Field(default_factory=list)
+    input: AskedMessages = Field(default_factory=list)
+    output: AnsweredMessages = Field(default_factory=list)
     ground_truth: Any = None
     request_context: dict[str, Any] = Field(default_factory=dict)
     documents: list[str] = Field(
@@ -91,16 +99,6 @@ class ScorerRun(BaseModel):
             "read_error": None,
         }
         return cast(Self, cls.model_construct(**(defaults | fields)))
-
-    @field_validator("input", mode="before")
-    @classmethod
-    def _coerce_input(cls, value: object) -> list[Message]:
-        return coerce_messages(value, default_role="user")
-
-    @field_validator("output", mode="before")
-    @classmethod
-    def _coerce_output(cls, value: object) -> list[Message]:
-        return coerce_messages(value, default_role="assistant")
 
     @property
     def input_text(self) -> str:
@@ -169,20 +167,10 @@ class Turn(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    input: list[Message] = Field(default_factory=list)
-    output: list[Message] = Field(default_factory=list)
+    input: AskedMessages = Field(default_factory=list)
+    output: AnsweredMessages = Field(default_factory=list)
     run_id: str | None = None
     trace_id: str | None = None
-
-    @field_validator("input", mode="before")
-    @classmethod
-    def _coerce_input(cls, value: object) -> list[Message]:
-        return coerce_messages(value, default_role="user")
-
-    @field_validator("output", mode="before")
-    @classmethod
-    def _coerce_output(cls, value: object) -> list[Message]:
-        return coerce_messages(value, default_role="assistant")
 
     @classmethod
     def of(cls, run: ScorerRun) -> Turn:
