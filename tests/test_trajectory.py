@@ -155,3 +155,31 @@ def test_a_generations_trajectory_leaves_out_the_earlier_turns_in_its_history() 
         output="Bye!",
     )
     assert [(s.kind, s.result) for s in TraceRun.of(run).steps] == [("llm", "Bye!")]
+
+
+def test_a_hostile_trace_reads_without_a_negative_duration_or_an_endless_loop() -> None:
+    # Parents that point at each other, a span that ends before it starts, arguments that
+    # are not text: what any OTLP sender may send.
+    agent = SpanRecord(
+        trace_id=1,
+        span_id=2,
+        parent_span_id=3,
+        name="invoke_agent a",
+        attributes={"gen_ai.operation.name": "invoke_agent"},
+        start_time=50,
+        end_time=5,
+    )
+    tool = SpanRecord(
+        trace_id=1,
+        span_id=3,
+        parent_span_id=2,
+        name="execute_tool t",
+        attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.call.arguments": 7},
+        start_time=1,
+        end_time=2,
+    )
+    run = trace_run([agent, tool])
+    assert [step.kind for step in run.steps] == ["tool", "agent"]
+    assert [step.duration_ms for step in run.steps] == [1e-06, None]
+    assert run.steps[0].arguments == "7"
+    assert run.read_error is not None  # no messages anywhere: unreadable, never scored empty

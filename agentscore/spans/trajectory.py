@@ -85,7 +85,11 @@ def _step(span: SpanRecord, role: SpanRole | None) -> TraceStep:
         "span_id": f"{span.span_id:016x}",
         "parent_span_id": f"{span.parent_span_id:016x}" if span.parent_span_id else None,
         "start_time": span.start_time / 1e9 if span.start_time else None,
-        "duration_ms": (span.end_time - span.start_time) / 1e6 if span.start_time else None,
+        # A span that says it ended before it started (another host's clock, a hostile
+        # sender) has no duration rather than a negative one.
+        "duration_ms": (span.end_time - span.start_time) / 1e6
+        if 0 < span.start_time <= span.end_time
+        else None,
         "error": span.error,
     }
     if role == "tool":
