@@ -417,7 +417,7 @@ def test_the_sidecar_recipe_scores_the_apps_generation_and_forwards_its_spans(
             assert ran.returncode == 0, ran.stderr[-3000:]
             assert ran.stdout.strip().splitlines()[-1] == ANSWER
             wait_for(lambda: len(evaluation_spans(backend)) == 1, what="the evaluation")
-            health = sidecar.health()
+            health = sidecar.health_once_scored(1)
     assert health["scored"] == 1
     assert health["forward_failures"] == 0
     # The app sent its spans to the sidecar only: the backend has them through --forward.

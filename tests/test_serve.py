@@ -38,7 +38,7 @@ def test_evaluations_are_exported_under_the_apps_generation_spans(tmp_path: Path
     with http_server() as receiver, serving(tmp_path, receiver.url) as serve:
         sent = send_generations(serve.url, [ANSWER, WRONG])
         wait_for(lambda: len(evaluation_spans(receiver)) == 2, what="two evaluations")
-        health = serve.health()
+        health = serve.health_once_scored(2)
         assert "left_on_disk=0" in serve.terminate()
     by_parent = {
         (int.from_bytes(s.trace_id, "big"), int.from_bytes(s.parent_span_id, "big")): s
@@ -165,7 +165,7 @@ def test_a_backend_without_a_logs_endpoint_gets_spans_and_jobs_do_not_pile_up(
         send_generations(serve.url, [ANSWER, WRONG])
         wait_for(lambda: len(evaluation_spans(receiver)) == 2, what="both evaluations")
         wait_for(lambda: serve.health()["pending_jobs"] == 0, what="the jobs done")
-        health = serve.health()
+        health = serve.health_once_scored(2)
         log = serve.log.read_text()
     assert health["scored"] == 2
     assert "serve_logs_endpoint_missing" in log
@@ -190,7 +190,7 @@ def test_forward_passes_requests_on_unchanged_and_refusals_back(tmp_path: Path) 
             accepted = httpx.post(f"{serve.url}/v1/traces", content=body, headers=headers)
             assert accepted.status_code == 200
             wait_for(lambda: len(evaluation_spans(backend)) == 1, what="the evaluation")
-            health = serve.health()
+            health = serve.health_once_scored(1)
     app_requests = [
         item.body
         for item in backend.requests

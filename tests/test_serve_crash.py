@@ -47,7 +47,7 @@ def test_kill_9_while_scoring_loses_nothing_and_scores_nothing_twice(tmp_path: P
         assert before_restart < 30  # killed mid-way: the rest is on disk
         with serving(tmp_path, receiver.url, "--concurrency", "4") as serve:
             wait_for(lambda: serve.health()["pending_jobs"] == 0, what="the queue to empty")
-            health = serve.health()
+            health = serve.health_once_scored(30 - before_restart + _reexported(receiver))
         found = _evaluations_by_generation(evaluation_spans(receiver))
     assert set(found) == set(sent)  # no loss
     assert all(len(span_ids) == 1 for span_ids in found.values())  # one evaluation each

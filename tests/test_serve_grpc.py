@@ -79,7 +79,7 @@ def test_the_grpc_exporters_generations_are_scored_under_their_spans(tmp_path: P
         # The exporter's gzip: gRPC decompresses before the service reads the bytes.
         sent += send_over_grpc(serve.grpc_target, [WRONG], compression=grpc.Compression.Gzip)
         wait_for(lambda: len(evaluation_spans(receiver)) == 2, what="two evaluations")
-        health = serve.health()
+        health = serve.health_once_scored(2)
         assert "left_on_disk=0" in serve.terminate()
     by_parent = {
         (int.from_bytes(s.trace_id, "big"), int.from_bytes(s.parent_span_id, "big")): s
@@ -107,7 +107,7 @@ def test_an_accepted_export_is_on_disk_before_its_ok(tmp_path: Path) -> None:
         assert evaluation_spans(receiver) == []
         with serving(tmp_path, receiver.url) as again:  # the same queue file
             wait_for(lambda: len(evaluation_spans(receiver)) == 1, what="the evaluation")
-            assert again.health()["scored"] == 1
+            assert again.health_once_scored(1)["scored"] == 1
     [evaluation] = evaluation_spans(receiver)
     assert int.from_bytes(evaluation.trace_id, "big") == trace_id
     assert int.from_bytes(evaluation.parent_span_id, "big") == span_id
@@ -278,7 +278,7 @@ def test_tls_and_a_token_file_over_grpc_with_the_sdk_exporter(tmp_path: Path) ->
         wait_for(lambda: len(evaluation_spans(receiver)) == 1, what="the evaluation")
         # Plain gRPC is not served on the TLS port.
         plain, _ = export_raw(serve.grpc_target, b"", (("authorization", f"Bearer {TOKEN}"),))
-        health = serve.health()
+        health = serve.health_once_scored(1)
     assert plain is grpc.StatusCode.UNAVAILABLE
     assert health["scored"] == 1
     assert TOKEN not in serve.log.read_text()

@@ -66,7 +66,7 @@ def test_with_a_token_only_requests_carrying_it_are_read_and_scored(
         monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_HEADERS", f"authorization=Bearer%20{TOKEN}")
         send_generations(serve.url, [PARAPHRASE])
         wait_for(lambda: len(evaluation_spans(receiver)) == 1, what="the evaluation")
-        health = serve.health()
+        health = serve.health_once_scored(1)
         log = serve.log.read_text()
     assert [reply.status_code for reply in refused] == [401] * 4
     assert all(reply.headers["WWW-Authenticate"] == "Bearer" for reply in refused)

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from agentscore import Evals, Runner, ScoreResult
@@ -18,6 +19,7 @@ from agentscore.pipeline import generation
 from agentscore.pipeline.generation import Generation, Scoring, score_generation
 from agentscore.run import ScorerRun
 from agentscore.scorers import (
+    ContextParams,
     Scorer,
     ScoreStatus,
     create_answer_relevancy_scorer,
@@ -334,6 +336,64 @@ async def test_a_scorer_whose_partner_never_runs_asks_alone_after_the_window() -
     assert result.score == 1.0
     assert len(endpoint.requests) == 1
     assert 'Section "s1"' not in prompt_of(endpoint.requests[0])  # its own prompt, alone
+
+
+async def test_a_started_scorer_slower_than_the_window_still_shares_the_request() -> None:
+    # A busy host (or a slow get_context) keeps a started job from asking within the window:
+    # the first to ask waits for it, since it will ask or finish.
+    endpoint = ScriptedEndpoint(combined_then(GOOD_SECTIONS))
+    slow_context_read = anyio.Event()
+
+    async def slow_context(params: ContextParams) -> list[str]:
+        await anyio.sleep(0.2)  # four windows
+        slow_context_read.set()
+        return CONTEXT
+
+    scorers = four_scorers(endpoint)
+    scorers[0] = create_faithfulness_scorer(
+        judge_for(endpoint), get_context=slow_context, user_facts=False
+    )
+    generation = Generation(tuple(scorers), Together(scorers, window=0.05))
+
+    results = await score_generation(generation, a_run(), Scoring())
+
+    assert slow_context_read.is_set()
+    assert len(endpoint.requests) == 1
+    assert by_id(results)["faithfulness"].score == 0.33
+
+
+async def test_a_started_job_that_ends_before_asking_holds_nobody_up() -> None:
+    # Its run could not be read: it never asks. Counted out as it ends, the others go at
+    # once instead of waiting out the patience.
+    without_faithfulness = {"s1": GOOD_SECTIONS["s2"], "s2": GOOD_SECTIONS["s3"]}
+    endpoint = ScriptedEndpoint(combined_then({**without_faithfulness, "s3": GOOD_SECTIONS["s4"]}))
+    scorers = four_scorers(endpoint)
+    together = Together(scorers, window=3600, patience=3600)
+    first, *others = scorers
+
+    def unreadable() -> ScorerRun:
+        raise ValueError("the run's messages are gone")
+
+    async def one(scorer: Scorer, read: Callable[[], ScorerRun] | None) -> ScoreResult:
+        [result] = await score_generation(
+            Generation((scorer,), together), a_run(), Scoring(), read=read
+        )
+        return result
+
+    results: list[ScoreResult] = []
+    with anyio.fail_after(60):  # far below the hour either wait would take
+        async with anyio.create_task_group() as group:
+            for scorer in others:
+                group.start_soon(_append, results, one(scorer, None))
+            group.start_soon(_append, results, one(first, unreadable))
+
+    assert by_id(results)["faithfulness"].status is ScoreStatus.FAILED
+    assert len(endpoint.requests) == 1  # the three others, in one request
+    assert sorted(r.score for r in results if r.score is not None) == [0.67, 0.67, 0.75]
+
+
+async def _append(results: list[ScoreResult], pending: Awaitable[ScoreResult]) -> None:
+    results.append(await pending)
 
 
 DRIVERS = ("runner", "service", "run_evals")

@@ -112,6 +112,19 @@ async def score_generation(
     ids); a read that raises ends the run as failed. Never raises but for cancellation, and
     for crashes when `scoring.crash_fails` is False.
     """
+    if generation.shared is None:
+        return await _score_each(generation, run, scoring, read)
+    # Started: the generation's shared request waits for these scorers past its window.
+    with generation.shared.on_the_way(generation.scorers):
+        return await _score_each(generation, run, scoring, read)
+
+
+async def _score_each(
+    generation: Generation,
+    run: ScorerRun,
+    scoring: Scoring,
+    read: Callable[[], ScorerRun] | None,
+) -> list[ScoreResult]:
     scorers = generation.scorers
     if len(scorers) == 1:  # a job of its own: no task group on the runner's path
         return [await _score(generation, scorers[0], run, read, scoring)]

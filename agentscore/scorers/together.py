@@ -2,8 +2,11 @@
 
 Scorers of the same generation that use the same LLM judge (same class, model and endpoint)
 meet here: the first judge request each would send is held until every one of them has asked
-or finished (or `window` seconds have passed since the first asked), then all go out as one
-request (`_sections`), and each gets its own reply back as if it had asked alone. The prompt
+or finished, then all go out as one request (`_sections`), and each gets its own reply back as
+if it had asked alone. A scorer whose job has started (`on_the_way`) is waited for: it will
+ask or finish, however busy the host keeps the loop (up to `patience` seconds after the first
+asked). One whose job has not started (the runner at its concurrency cap, or the job dropped)
+is waited for `window` seconds after the first asked, no longer. The prompt
 each scorer would have sent is still what its result records; its result's `judge_usage` is
 its share of the shared request (the request itself counted once, on the first scorer's
 result, so summing results counts what the provider saw).
@@ -15,7 +18,8 @@ runner, the service), and runs each scorer through `Together.score`.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import anyio
@@ -30,21 +34,31 @@ from agentscore.result import ScoreResult
 from agentscore.scorers._sections import Plan, batchable, plan, repair_request
 from agentscore.scorers.base import Scorer
 
-__all__ = ["DEFAULT_WINDOW", "Together"]
+__all__ = ["DEFAULT_PATIENCE", "DEFAULT_WINDOW", "Together"]
 
 T = TypeVar("T", bound=BaseModel)
 _log = structlog.get_logger("agentscore.together")
 
-# How long the first scorer to ask waits for the others of its generation. They are queued
-# together, so they normally arrive within milliseconds; this bounds the wait when a runner
-# at its concurrency cap starts them apart.
+# How long the first scorer to ask waits for those of its generation whose jobs have not
+# started. They are queued together, so they normally start within milliseconds; this bounds
+# the wait when a runner at its concurrency cap starts them apart, or dropped one.
 DEFAULT_WINDOW = 0.25
+
+# How long it waits for those whose jobs have started. They will ask or finish, so this only
+# bounds a scorer slow to reach its first request (a slow `get_context`).
+DEFAULT_PATIENCE = 10.0
 
 
 class Together:
     """The scorers of one generation; see the module docstring."""
 
-    def __init__(self, scorers: Sequence[Scorer], *, window: float = DEFAULT_WINDOW) -> None:
+    def __init__(
+        self,
+        scorers: Sequence[Scorer],
+        *,
+        window: float = DEFAULT_WINDOW,
+        patience: float = DEFAULT_PATIENCE,
+    ) -> None:
         groups: dict[tuple[object, ...], list[Scorer]] = {}
         for scorer in scorers:
             key = _sharing_key(scorer.judge)
@@ -54,7 +68,7 @@ class Together:
         for members in groups.values():
             if len(members) < 2:
                 continue
-            meeting = _Meeting(len(members), window)
+            meeting = _Meeting(len(members), window, patience)
             for place, scorer in enumerate(members):
                 self._members.setdefault(id(scorer), _Member(meeting, scorer.judge, place))
 
@@ -62,6 +76,22 @@ class Together:
     def sharing(self) -> int:
         """How many scorers share a judge request with another one."""
         return len(self._members)
+
+    @contextmanager
+    def on_the_way(self, scorers: Iterable[Scorer]) -> Iterator[None]:
+        """While inside, the jobs of `scorers` have started: they are waited for past the
+        window. On leaving, any of them that never asked (its run failed to read, say) is
+        counted out, so that nobody waits for it."""
+        members = [self._members.get(id(scorer)) for scorer in scorers]
+        for member in members:
+            if member is not None:
+                member.arrive()
+        try:
+            yield
+        finally:
+            for member in members:
+                if member is not None:
+                    member.leave()
 
     async def score(
         self, scorer: Scorer, score: Callable[[Judge | None], Awaitable[ScoreResult]]
@@ -115,6 +145,9 @@ class _Member:
         reply: JudgeReply[T] = await self._meeting.ask(self, request)
         return reply
 
+    def arrive(self) -> None:
+        self._meeting.arrive(self)
+
     def leave(self) -> None:
         self._meeting.leave(self)
 
@@ -134,15 +167,21 @@ class _Seat:
 
 
 class _Meeting:
-    def __init__(self, size: int, window: float) -> None:
+    def __init__(self, size: int, window: float, patience: float) -> None:
         self._size = size
         self._window = window
+        self._patience = patience
         self._seats: list[_Seat] = []
+        self._arrived: set[int] = set()
         self._accounted: set[int] = set()
         # Made on the loop that waits on it (the meeting itself may be made on a caller's
         # loop of another kind, e.g. trio, before the jobs reach the background loop).
-        self._ready: anyio.Event | None = None
+        self._changed: anyio.Event | None = None
         self._closed = False
+
+    def arrive(self, member: _Member) -> None:
+        self._arrived.add(id(member))
+        self._wake()
 
     def leave(self, member: _Member) -> None:
         self._account(member)
@@ -165,20 +204,35 @@ class _Meeting:
 
     def _account(self, member: _Member) -> None:
         self._accounted.add(id(member))
-        if self._all_in and self._ready is not None:
-            self._ready.set()
+        self._wake()
+
+    def _wake(self) -> None:
+        if self._changed is not None:
+            self._changed.set()
 
     @property
     def _all_in(self) -> bool:
         return len(self._accounted) >= self._size
 
+    async def _gather(self) -> None:
+        """Waits until every member has asked or finished; past the window, only while some
+        member whose job has started has not; past the patience, no longer."""
+        now = anyio.current_time()
+        window_ends, patience_ends = now + self._window, now + self._patience
+        while not self._all_in:
+            started_elsewhere = bool(self._arrived - self._accounted)
+            ends = patience_ends if started_elsewhere else window_ends
+            if now >= ends:
+                return
+            self._changed = anyio.Event()
+            with anyio.move_on_after(ends - now):
+                await self._changed.wait()
+            now = anyio.current_time()
+
     async def _lead(self) -> None:
         seats: list[_Seat] = []
         try:
-            if not self._all_in:
-                self._ready = anyio.Event()
-                with anyio.move_on_after(self._window):
-                    await self._ready.wait()
+            await self._gather()
             self._closed = True
             seats, self._seats = sorted(self._seats, key=lambda seat: seat.member.place), []
             await _send(seats)

@@ -62,6 +62,12 @@ class ServeProcess:
     def health(self) -> dict[str, Any]:
         return dict(httpx.get(f"{self.url}/healthz", timeout=5, verify=self.verify).json())
 
+    def health_once_scored(self, count: int) -> dict[str, Any]:
+        """The health once `count` results are counted. A result is counted after its
+        evaluation was exported and its job row deleted: the receiver sees it first."""
+        wait_for(lambda: self.health()["scored"] >= count, what=f"{count} scored")
+        return self.health()
+
     def kill(self) -> None:
         self.process.send_signal(signal.SIGKILL)
         self.process.wait(10)
