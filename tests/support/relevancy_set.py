@@ -5,15 +5,17 @@ Written for the general case (support desks, facts, code, travel, health, money)
 the local judge's rules: on-topic answers restate the question, continue with pronouns,
 paraphrase it, or answer in a phrase; off-topic answers talk about something else
 entirely, answer another question of the same domain, give another order's or account's
-details, or start on topic and drift. `python -m tests.support.relevancy_set` prints how the local
-judge scores it (the figure in docs/local-judge.md).
+details, or start on topic and drift. `PARAPHRASES` are on-topic answers of the hardest
+shape for words alone: they answer in entirely other words, without a pronoun pointing back.
+`python -m tests.support.relevancy_set` prints how the local judge scores both (the figures in
+docs/local-judge.md).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["PAIRS", "Pair", "tally"]
+__all__ = ["PAIRS", "PARAPHRASES", "Pair", "tally"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +24,10 @@ class Pair:
     on_topic: str
     off_topic: str
     off_shape: str  # how the off-topic answer misses: unrelated, other_question, other_thing, drift
+
+    @property
+    def answers(self) -> tuple[tuple[str, str], ...]:
+        return (("on_topic", self.on_topic), ("off_topic", self.off_topic))
 
 
 PAIRS: tuple[Pair, ...] = (
@@ -305,24 +311,52 @@ PAIRS: tuple[Pair, ...] = (
 )
 
 
+# On-topic answers that share no word with their question and open without pointing back.
+PARAPHRASES: tuple[tuple[str, str], ...] = (
+    (
+        "What's the weather like in Oslo today?",
+        "Expect light snow this afternoon, with temperatures around minus three.",
+    ),
+    ("How much does the premium plan cost?", "Twelve dollars a month, billed monthly."),
+    ("Who painted the Mona Lisa?", "Leonardo da Vinci, in the early sixteenth century."),
+    (
+        "Can I bring my bike on the train?",
+        "Bicycles are allowed on regional services outside rush hour.",
+    ),
+    (
+        "How do I get to the airport from downtown?",
+        "Take the express bus from Central Station; buses leave every 15 minutes.",
+    ),
+    ("When does the sale end?", "Discounts run until Sunday night."),
+    (
+        "What should I do if I forget my PIN?",
+        "Call your bank and ask for a new code to be sent by post.",
+    ),
+    ("Why is my laptop so slow?", "Too many programs start at boot and fill the memory."),
+)
+
+
 def tally(judge: str = "local") -> dict[tuple[str, str], int]:
-    """How many answers of each kind ("on_topic", "off_topic") end in each outcome
-    ("pass", "fail", "undecided", ...), scored by answer relevancy on `judge`."""
+    """How many answers of each kind ("on_topic", "off_topic", "paraphrase") end in each
+    outcome ("pass", "fail", "undecided", ...), scored by answer relevancy on `judge`."""
     from agentscore.scorers import create_answer_relevancy_scorer
 
     scorer = create_answer_relevancy_scorer(judge)
+    answers = [
+        *((kind, pair.question, answer) for pair in PAIRS for kind, answer in pair.answers),
+        *(("paraphrase", question, answer) for question, answer in PARAPHRASES),
+    ]
     counts: dict[tuple[str, str], int] = {}
-    for pair in PAIRS:
-        for kind, answer in (("on_topic", pair.on_topic), ("off_topic", pair.off_topic)):
-            result = scorer.run_sync({"input": pair.question, "output": answer})
-            outcome = result.label or result.status.value
-            counts[kind, outcome] = counts.get((kind, outcome), 0) + 1
+    for kind, question, answer in answers:
+        result = scorer.run_sync({"input": question, "output": answer})
+        outcome = result.label or result.status.value
+        counts[kind, outcome] = counts.get((kind, outcome), 0) + 1
     return counts
 
 
 if __name__ == "__main__":
     figures = tally()
-    for kind in ("on_topic", "off_topic"):
+    for kind in ("on_topic", "off_topic", "paraphrase"):
         shown = ", ".join(
             f"{count} {outcome}" for (k, outcome), count in sorted(figures.items()) if k == kind
         )

@@ -87,7 +87,7 @@ class LocalJudge:
             return {"reason": reason}
         if isinstance(payload, RelevancyPayload):
             texts = split_claims(payload.output)
-            return {"statements": statement_verdicts(texts, payload.question)}
+            return {"statements": statement_verdicts(texts, payload.question, payload.output)}
         if isinstance(payload, ContextRelevancePayload):
             return {"items": item_verdicts(payload.context, payload.question)}
         error = UnsupportedTaskError(

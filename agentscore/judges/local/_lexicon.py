@@ -12,11 +12,13 @@ __all__ = [
     "ANTONYM_PAIRS",
     "CALENDAR",
     "COMPUTING",
+    "CURRENCY_WORDS",
     "DETERMINERS",
     "FRAMING",
     "HEDGES",
     "HEDGE_PHRASES",
     "HEDGE_WORDS",
+    "INSTRUCTION_VERBS",
     "IRREGULAR_FORMS",
     "KEY_WORDS",
     "NEGATIONS",
@@ -27,6 +29,7 @@ __all__ = [
     "STOPWORDS",
     "SUBJECTIVE",
     "SYNONYM_GROUPS",
+    "TIME_WORDS",
 ]
 
 
@@ -126,6 +129,26 @@ CALENDAR = _bag(
     january february march april may june july august september october november december
     jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday friday
     saturday sunday
+    """
+)
+
+# Words of a time or a duration, besides the calendar's: what an answer to "when" holds.
+TIME_WORDS = CALENDAR | _bag(
+    """
+    today tomorrow tonight yesterday morning afternoon evening night noon midnight weekend
+    minute minutes hour hours day days week weeks month months year years until am pm
+    """
+)
+
+# Words of money: what an answer to "how much" holds when it spells the amount out.
+CURRENCY_WORDS = _bag("dollar dollars euro euros pound pounds cent cents usd eur gbp free")
+
+# Verbs an instruction opens with: what an answer to "how do I" starts with.
+INSTRUCTION_VERBS = _bag(
+    """
+    open go click tap press select choose call contact visit email send enter type use run
+    install take try restart turn log sign set add remove delete download update check ask
+    follow make pick book fill submit write
     """
 )
 

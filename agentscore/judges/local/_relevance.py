@@ -5,10 +5,13 @@ only one, when it has one), with the question addresses it ("yes", decided); so 
 that continues such a statement: it opens with a pronoun right after it ("It arrives on
 Monday") or shares a content word with it. A
 statement about another thing of the same kind ("order 2001" when the question asks about
-"order 1042") is off-topic ("no", decided). Any other statement is "unsure" and undecided:
-words alone cannot tell an on-topic paraphrase ("Where is my parcel?" / "The package left
-the depot") or a needed detail from a digression, so the scorer leaves a run unscored when
-such statements could change its verdict (see docs/local-judge.md).
+"order 1042") is off-topic ("no", decided). So is every statement of an answer about
+something else entirely: a sentence or more in which no statement shares a word, number or
+code with the question, and which does not open by pointing back at it ("It left the depot
+on Monday", "Yes, ..."). Any other statement is "unsure" and undecided: words alone cannot
+tell an on-topic paraphrase ("Where is my parcel?" / "The package left the depot") from a
+needed detail or a digression, so the scorer leaves a run unscored when such statements
+could change its verdict (see docs/local-judge.md).
 
 Context relevance: an item that shares a content word with the question is "yes"; any other
 is "unsure", never "no".
@@ -17,18 +20,30 @@ is "unsure", never "no".
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agentscore.judges.local._lexicon import STOPWORDS
+from agentscore.judges.local._lexicon import (
+    CURRENCY_WORDS,
+    INSTRUCTION_VERBS,
+    STOPWORDS,
+    TIME_WORDS,
+)
+from agentscore.judges.local._numbers import NUMBER_WORDS
 from agentscore.judges.local._parse import parse
 from agentscore.judges.local._text import canon
 
-__all__ = ["DECIDED", "UNDECIDED", "item_verdicts", "statement_verdicts"]
+__all__ = ["APART", "DECIDED", "UNDECIDED", "item_verdicts", "statement_verdicts"]
 
 DECIDED = 0.95
+# Decided, but the weakest decided evidence: a whole answer that shares nothing with the
+# question is off-topic unless it is a paraphrase in other words (docs/local-judge.md
+# measures how often that is so).
+APART = 0.9
 UNDECIDED = 0.5
+# An answer this short may be the answer itself in a phrase ("Canberra.", "Two moons.").
+_PHRASE_TERMS = 3
 _SHOWN = 3
 _QUOTE = 60
 # Words that point back at what the previous statement is about.
@@ -53,6 +68,35 @@ _ANAPHORS = frozenset(
         "which",
         "both",
     ]
+)
+# Openers that answer the question asked whatever follows: "Yes, ...", "I checked: ...".
+_REPLIES = frozenset(["yes", "no", "yeah", "nope", "sure", "i", "i'm", "i've", "i'll"])
+# Two capitalised words in a row, the first not a function word: "Jane Austen".
+_NAME = re.compile(
+    r"\b(?!(?:The|A|An|Our|Your|This|That|It|In|On|At)\b)[A-Z][\w'-]+"
+    r"(?: (?:da|de|di|van|von|[A-Z][\w'-]+))+"
+)
+_PLACE = re.compile(r"\b(?:in|at|on|near|from|to) (?:the )?[A-Z]")
+_CAUSE = re.compile(r"\b(?:because|since|due to|caused|causes|cause|as a result|so that)\b", re.I)
+# What a question asks for, and whether an answer gives that kind of thing: an answer in
+# other words is still on topic when it does ("How much is the plan?" / "Twelve dollars a
+# month"), so it is left undecided rather than failed.
+_ASKS_FOR: tuple[tuple[re.Pattern[str], Callable[[str], bool]], ...] = (
+    (
+        re.compile(r"\bhow (?:much|many)\b|\b(?:cost|price|fee|charge)s?\b"),
+        lambda answer: _has_number(answer) or _has_word(answer, CURRENCY_WORDS),
+    ),
+    (
+        re.compile(r"^\W*when\b|\bwhat (?:time|year|day|date|month)\b|\bhow (?:long|soon|often)\b"),
+        lambda answer: _has_number(answer) or _has_word(answer, TIME_WORDS),
+    ),
+    (re.compile(r"^\W*(?:who|whom)\b|\bwhose\b"), lambda answer: bool(_NAME.search(answer))),
+    (re.compile(r"^\W*where\b"), lambda answer: bool(_PLACE.search(answer))),
+    (re.compile(r"^\W*why\b"), lambda answer: bool(_CAUSE.search(answer))),
+    (
+        re.compile(r"\bhow (?:do|can|should|could) (?:i|we|you)\b|\bhow to\b|\bwhat should i do\b"),
+        lambda answer: _Words.of(answer).opener in INSTRUCTION_VERBS,
+    ),
 )
 # A number that names a thing: "order 1042", "ticket #88", "room no. 12".
 _IDENTIFIED = re.compile(r"\b([^\W\d_]{2,})\s*(?:#|no\.\s*|number\s+)?(\d[\d-]*)\b")
@@ -87,13 +131,17 @@ class _Words:
         )
 
 
-def statement_verdicts(texts: Sequence[str], question: str) -> list[dict[str, Any]]:
-    """One verdict per statement of the answer, in order, each with its `confidence`."""
+def statement_verdicts(texts: Sequence[str], question: str, answer: str) -> list[dict[str, Any]]:
+    """One verdict per statement (`texts`, split from `answer`), in order, each with its
+    `confidence`."""
     asked = _Words.of(question)
     said = [_Words.of(text) for text in texts]
     if not asked.terms and not asked.numbers:
         why = "the question has no content word to compare (lexical check: cannot tell)"
         return [_statement(text, "unsure", why, UNDECIDED) for text in texts]
+    if _about_something_else(said, asked, question, answer):
+        why = "the answer shares no word, number or code with the question, nor points back at it"
+        return [_statement(text, "no", why, APART) for text in texts]
     verdicts: list[tuple[str, str] | None] = [_direct(words, asked) for words in said]
     _chain(texts, said, verdicts)
     return [
@@ -130,6 +178,37 @@ def _direct(said: _Words, asked: _Words) -> tuple[str, str] | None:
         words = ", ".join(repr(word) for word in (terms + numbers)[:_SHOWN])
         return "yes", f"shares {words} with the question"
     return None
+
+
+def _about_something_else(
+    said: Sequence[_Words], asked: _Words, question: str, answer: str
+) -> bool:
+    """No statement touches the question, the answer does not open by pointing back at it
+    (the statements are split from it without a leading "Yes,"), it is more than a phrase,
+    and it does not give the kind of thing the question asks for."""
+    openers = {_Words.of(answer).opener, said[0].opener} if said else set()
+    if not said or openers & (_ANAPHORS | _REPLIES):
+        return False
+    if sum(len(words.terms) for words in said) < _PHRASE_TERMS:
+        return False
+    asked_for = question.lower()
+    if any(kind.search(asked_for) and gives(answer) for kind, gives in _ASKS_FOR):
+        return False
+    return not any(
+        words.terms & asked.terms
+        or words.numbers & asked.numbers
+        or words.codes & asked.codes
+        or {noun for noun, _ in words.ids} & {noun for noun, _ in asked.ids}
+        for words in said
+    )
+
+
+def _has_word(text: str, words: frozenset[str]) -> bool:
+    return any(word in words for word in re.findall(r"[a-z]+", text.lower()))
+
+
+def _has_number(text: str) -> bool:
+    return bool(_DIGITS.search(text)) or _has_word(text, NUMBER_WORDS)
 
 
 def _other_thing(said: _Words, asked: _Words) -> str:
