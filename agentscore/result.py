@@ -55,6 +55,8 @@ class ScoreResult(BaseModel):
     `cost`: what the judge requests cost at the price set for `judge_model`
     (`Telemetry(prices=...)`, AGENTSCORE_JUDGE_PRICES), in that price's currency; None
     without a price, or when requests were sent and none reported its tokens.
+    `conversation_id`: set on the result of a conversation scorer, the conversation it
+    scored (a backend shows it on the session); None for a generation or a trace.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -83,6 +85,7 @@ class ScoreResult(BaseModel):
     span_id: str | None = None
     response_id: str | None = None
     agent_name: str | None = None
+    conversation_id: str | None = None
 
     @property
     def failed(self) -> bool:

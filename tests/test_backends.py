@@ -19,7 +19,7 @@ from opentelemetry.trace import SpanKind
 
 from agentscore import Agent, Evals, Runner, Telemetry
 from agentscore.result import ScoreError, ScoreResult, ScoreStatus
-from agentscore.scorers import create_hallucination_scorer
+from agentscore.scorers import create_hallucination_scorer, create_scorer
 from agentscore.sinks.backends import LangfuseScores, PhoenixAnnotations
 from agentscore.sinks.roots import RootSpans
 from agentscore.testing import ScriptedEndpoint, chat_completion
@@ -386,3 +386,67 @@ def test_an_agent_span_that_is_its_own_root_is_annotated_once() -> None:
         assert agent.flush(timeout=30)
     [annotations] = posted(collector, "/v1/span_annotations")
     assert [a["span_id"] for a in annotations] == [result.span_id]
+
+
+def remembers_the_name(params: Any) -> float:
+    last = params.run.turns[-1].output[-1].content or ""
+    return 1.0 if "Ada" in last else 0.0
+
+
+def test_a_conversation_score_is_posted_on_its_session_and_a_generation_score_is_not() -> None:
+    # A real conversation through the agent: each generation scored as it comes, the
+    # conversation once ended; only the latter is a session's score.
+    model = ScriptedEndpoint(
+        [chat_completion("Nice to meet you, Ada."), chat_completion("I do not know your name.")]
+    )
+    with http_server() as collector:
+        phoenix = PhoenixAnnotations(collector.url)
+        langfuse = LangfuseScores(collector.url, public_key="p", secret_key="s")
+        runner = Runner()
+        runner.add_sink(phoenix)
+        runner.add_sink(langfuse)
+        evals = Evals(
+            scorers=[
+                create_scorer(
+                    id="remembers_name",
+                    level="conversation",
+                    generate_score=remembers_the_name,
+                ),
+                create_scorer(id="answered", generate_score=lambda params: 1.0),
+            ],
+            runner=runner,
+        )
+        agent = Agent(name="support", model="m", client=model.client(max_retries=0), evals=evals)
+        history: list[Any] = []
+        for question in ["I am Ada.", "What is my name?"]:
+            turn = agent.generate_sync(
+                [*history, {"role": "user", "content": question}], conversation_id="chat-7"
+            )
+            history = turn.messages
+        evals.end_conversation("chat-7")
+        assert runner.flush(timeout=30)
+        runner.shutdown(10)
+
+    by_scorer: dict[str, list[ScoreResult]] = {}
+    for score in agent.scores:
+        by_scorer.setdefault(score.scorer_id, []).append(score)
+    [conversation] = by_scorer["remembers_name"]
+    assert conversation.conversation_id == "chat-7" and conversation.score == 0.0
+    assert all(score.conversation_id is None for score in by_scorer["answered"])
+    [[session]] = posted(collector, "/v1/session_annotations")
+    assert session["session_id"] == "chat-7"
+    assert session["name"] == "remembers_name"
+    assert session["identifier"] == "agentscore"
+    assert session["result"]["score"] == 0.0
+    events = [event for batch in posted(collector, "/api/public/ingestion") for event in batch]
+    on_session = [event["body"] for event in events if "sessionId" in event["body"]]
+    assert on_session == [
+        {
+            "id": "agentscore-session-chat-7-remembers_name",
+            "sessionId": "chat-7",
+            "name": "remembers_name",
+            "value": 0.0,
+            "dataType": "NUMERIC",
+            "comment": on_session[0]["comment"],
+        }
+    ]

@@ -350,6 +350,8 @@ class Scorer:
             "span_id": run.span_id,
             "response_id": run.response_id,
             "agent_name": run.agent_name,
+            # What a backend files a conversation's score under: its session.
+            "conversation_id": run.conversation_id if self.level == "conversation" else None,
         }
 
     def failed_result(

@@ -4,7 +4,10 @@ Off by default: add one to a runner (`runner.add_sink(PhoenixAnnotations())`) or
 `on_score`. Each result is posted twice: on the agent's span (a span annotation, an
 observation score) and on its trace (a trace annotation, a trace score), which is what a
 trace list shows whatever span is the trace's root. A trace with several generations shows,
-per scorer, the worst verdict among them (`agentscore.sinks.shown`).
+per scorer, the worst verdict among them (`agentscore.sinks.shown`). A conversation scorer's
+result (`ScoreResult.conversation_id`) is posted on its session too (a session annotation, a
+session score), one per scorer and session: a later conversation under the same id
+replaces it.
 
 A sink returns at once: its posts are batched (`agentscore.sinks.batching`): collected for
 `flush_interval` seconds or up to `max_batch`, sent together off the scoring loop, at most
@@ -57,9 +60,10 @@ TRACE_IDENTIFIER = "agentscore"
 class PhoenixAnnotations:
     """Each result becomes a span annotation on the agent's span (POST /v1/span_annotations)
     and a trace annotation on its trace (POST /v1/trace_annotations), named after the scorer,
-    so Phoenix lists it with its other evaluations and shows it on the trace's row. With
-    `root_spans` (a `RootSpans` processor on your tracer provider), the trace's root span
-    gets the span annotation too."""
+    so Phoenix lists it with its other evaluations and shows it on the trace's row; a
+    conversation's, a session annotation (POST /v1/session_annotations) on the session whose
+    spans carry its id as `session.id`. With `root_spans` (a `RootSpans` processor on your
+    tracer provider), the trace's root span gets the span annotation too."""
 
     def __init__(
         self,
@@ -83,7 +87,7 @@ class PhoenixAnnotations:
         self.timeout = timeout
         self._poster = JsonPoster(timeout)
         self._shown = TraceVerdicts()
-        self._spans, self._traces = (
+        self._spans, self._traces, self._sessions = (
             Batcher[dict[str, Any]](
                 "PhoenixAnnotations",
                 functools.partial(self._send, endpoint),
@@ -91,7 +95,7 @@ class PhoenixAnnotations:
                 interval=flush_interval,
                 max_buffer=max_buffer,
             )
-            for endpoint in ("span_annotations", "trace_annotations")
+            for endpoint in ("span_annotations", "trace_annotations", "session_annotations")
         )
 
     def __repr__(self) -> str:
@@ -100,11 +104,11 @@ class PhoenixAnnotations:
     @property
     def dropped(self) -> int:
         """Annotations dropped because the buffer was full."""
-        return self._spans.dropped + self._traces.dropped
+        return self._spans.dropped + self._traces.dropped + self._sessions.dropped
 
     def flush(self, timeout: float | None = None) -> bool:
         """Post what waits; False if `timeout` (seconds) ran out first."""
-        return _flush_all((self._spans, self._traces), timeout)
+        return _flush_all((self._spans, self._traces, self._sessions), timeout)
 
     async def __call__(self, result: ScoreResult) -> None:
         capture = _capture_content(self.telemetry)
@@ -147,6 +151,18 @@ class PhoenixAnnotations:
                 # A later result of this trace and scorer replaces a waiting one.
                 key=(result.trace_id, result.scorer_id),
             )
+        if result.conversation_id:
+            self._sessions.add(
+                {
+                    "session_id": result.conversation_id,
+                    "name": result.scorer_id,
+                    "annotator_kind": "LLM",
+                    "identifier": TRACE_IDENTIFIER,
+                    "result": outcome,
+                    "metadata": {**metadata, "trace_id": result.trace_id},
+                },
+                key=(result.conversation_id, result.scorer_id),
+            )
 
     def _span_ids(self, result: ScoreResult) -> list[str]:
         span_ids = [result.span_id] if result.span_id else []
@@ -166,9 +182,10 @@ class PhoenixAnnotations:
 
 class LangfuseScores:
     """Each result becomes two Langfuse scores: one on the observation (the agent's span)
-    and one on the trace (no `observationId`), which the trace list shows; sent in batches
-    as `score-create` events (POST /api/public/ingestion). Keys default to
-    LANGFUSE_PUBLIC_KEY, LANGFUSE_SECRET_KEY and LANGFUSE_HOST."""
+    and one on the trace (no `observationId`), which the trace list shows; a conversation's,
+    a third on its session (`sessionId`, no trace). Sent in batches as `score-create` events
+    (POST /api/public/ingestion). Keys default to LANGFUSE_PUBLIC_KEY, LANGFUSE_SECRET_KEY
+    and LANGFUSE_HOST."""
 
     def __init__(
         self,
@@ -213,17 +230,28 @@ class LangfuseScores:
         return _flush_all((self._events,), timeout)
 
     async def __call__(self, result: ScoreResult) -> None:
-        if result.failed or not result.trace_id:
+        if result.failed:
             return
         value = averaged_score(result)
-        score: dict[str, Any] = {
-            "traceId": result.trace_id,
+        verdict: dict[str, Any] = {
             "name": result.scorer_id,
             # A run with no claims is a category, which Langfuse does not average.
             "value": value if value is not None else label_for(result),
             "dataType": "NUMERIC" if value is not None else "CATEGORICAL",
             "comment": explanation_for(result, _capture_content(self.telemetry)),
         }
+        if result.conversation_id:
+            # One per session and scorer: a later conversation under the same id replaces it.
+            session_score_id = f"agentscore-session-{result.conversation_id}-{result.scorer_id}"
+            self._events.add(
+                _score_event(
+                    {"id": session_score_id, "sessionId": result.conversation_id, **verdict}
+                ),
+                key=session_score_id,
+            )
+        if not result.trace_id:
+            return
+        score = {"traceId": result.trace_id, **verdict}
         self._events.add(
             _score_event(
                 {

@@ -79,6 +79,8 @@ TOKEN_TYPE = "gen_ai.token.type"
 
 # Phoenix shows spans by OpenInference kind; EVALUATOR marks ours.
 OPENINFERENCE_SPAN_KIND = "openinference.span.kind"
+# OpenInference's conversation id: what Phoenix groups a session's traces by.
+SESSION_ID = "session.id"
 # What OpenInference backends show as a span's input and output.
 INPUT_VALUE = "input.value"
 INPUT_MIME_TYPE = "input.mime_type"

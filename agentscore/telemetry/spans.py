@@ -48,6 +48,7 @@ def agent_span(
         attributes[semconv.REQUEST_MODEL] = model
     if conversation_id:
         attributes[semconv.CONVERSATION_ID] = conversation_id
+        attributes[semconv.SESSION_ID] = conversation_id
     with _span(
         telemetry, f"invoke_agent {agent_name}", SpanKind.INTERNAL, attributes, current=current
     ) as span:

@@ -282,6 +282,28 @@ class PhoenixServer:
                 return spans
             params["cursor"] = cursor
 
+    def wait_for_annotations(
+        self,
+        project_name: str,
+        kind: Literal["span", "trace", "session"],
+        target: str,
+        done: Callable[[list[dict[str, Any]]], bool] = bool,
+        timeout: float = 90.0,
+    ) -> list[dict[str, Any]]:
+        """The annotations of one span, trace or session
+        (``GET /v1/projects/{project}/{kind}_annotations?{kind}_ids=...``), polled until
+        ``done`` holds or ``timeout`` passes; then what was last read. Phoenix stores an
+        annotation whose target it does not have yet on a later retry."""
+        path = f"/v1/projects/{quote(project_name, safe='')}/{kind}_annotations"
+        deadline = time.monotonic() + timeout
+        while True:
+            response = self._client.get(path, params={f"{kind}_ids": target})
+            # 404: the project is not stored yet.
+            found = response.json()["data"] if response.status_code == 200 else []
+            if done(found) or time.monotonic() > deadline:
+                return cast(list[dict[str, Any]], found)
+            time.sleep(0.5)
+
     def wait_for_spans(
         self,
         project_name: str,

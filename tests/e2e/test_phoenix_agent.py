@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import time
-import urllib.request
 import uuid
 from typing import Any
 
@@ -83,7 +81,7 @@ def test_evaluation_span_lands_under_the_agent_trace_in_phoenix(phoenix: Phoenix
     assert judge_chat["attributes"]["gen_ai.usage.input_tokens"] == 100
 
     # The PhoenixAnnotations sink posted the score as an annotation on the agent span.
-    annotations = _wait_for_annotations(phoenix, project, result.span_id or "")
+    annotations = phoenix.wait_for_annotations(project, "span", result.span_id or "")
     [annotation] = [a for a in annotations if a["name"] == "hallucination"]
     assert annotation["annotator_kind"] == "LLM"
     assert annotation["result"]["score"] == pytest.approx(agent.scores[0].score)
@@ -144,12 +142,12 @@ def test_each_claim_and_the_trace_root_annotation_reach_phoenix(phoenix: Phoenix
     assert root_row["parent_id"] is None
 
     # On the agent span: the reason as explanation, every claim in the metadata.
-    [annotation] = _wait_for_annotations(phoenix, project, result.span_id or "")
+    [annotation] = phoenix.wait_for_annotations(project, "span", result.span_id or "")
     assert annotation["result"]["explanation"] == score.reason
     assert annotation["result"]["score"] == pytest.approx(score.score)
     assert annotation["metadata"]["claims"] == claims
     # And the same on the root span, which is what Phoenix's trace list shows.
-    [on_root] = _wait_for_annotations(phoenix, project, root_id)
+    [on_root] = phoenix.wait_for_annotations(project, "span", root_id)
     assert on_root["name"] == "faithfulness"
     assert on_root["result"]["label"] == score.label == "pass"
 
@@ -189,17 +187,6 @@ def test_a_run_not_judged_has_a_label_and_no_score_in_phoenix(
     [evaluation] = spans_named(spans, "evaluation faithfulness")
     assert "gen_ai.evaluation.score.value" not in evaluation["attributes"]
     assert evaluation["attributes"]["gen_ai.evaluation.score.label"] == status
-    [annotation] = _wait_for_annotations(phoenix, project, result.span_id or "")
+    [annotation] = phoenix.wait_for_annotations(project, "span", result.span_id or "")
     assert annotation["result"]["score"] is None
     assert annotation["result"]["label"] == status
-
-
-def _wait_for_annotations(phoenix: PhoenixServer, project: str, span_id: str) -> list[Any]:
-    url = f"{phoenix.base_url}/v1/projects/{project}/span_annotations?span_ids={span_id}"
-    deadline = time.monotonic() + 30
-    while True:
-        with urllib.request.urlopen(url, timeout=10) as response:
-            data: list[Any] = json.loads(response.read())["data"]
-        if data or time.monotonic() > deadline:
-            return data
-        time.sleep(0.5)

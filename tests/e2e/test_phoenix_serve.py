@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import json
-import time
-import urllib.error
-import urllib.request
 import uuid
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import pytest
 from opentelemetry.sdk.resources import Resource
@@ -66,27 +62,13 @@ def test_an_async_sink_runs_under_serve_and_annotates_the_span_in_phoenix(
     forward = ("--forward", phoenix.otlp_traces_endpoint)
     with serving(tmp_path, phoenix.base_url, *forward, otel=otel, env=env) as serve:
         [(_, span_id)] = send_generations(serve.url, [ANSWER], app)
-        annotations = wait_for_annotations(phoenix, project, f"{span_id:016x}")
+        annotations = phoenix.wait_for_annotations(project, "span", f"{span_id:016x}")
         log = serve.log.read_text()
     [annotation] = [item for item in annotations if item["name"] == "faithfulness"]
     assert annotation["span_id"] == f"{span_id:016x}"
     assert annotation["result"]["score"] == 1.0
     assert annotation["result"]["label"] == "pass"
     assert "never awaited" not in log
-
-
-def wait_for_annotations(phoenix: PhoenixServer, project: str, span_id: str) -> list[Any]:
-    url = f"{phoenix.base_url}/v1/projects/{project}/span_annotations?span_ids={span_id}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            with urllib.request.urlopen(url, timeout=10) as response:
-                data: list[Any] = json.loads(response.read())["data"]
-        except urllib.error.HTTPError:  # the span is not stored yet
-            data = []
-        if data or time.monotonic() > deadline:
-            return data
-        time.sleep(0.5)
 
 
 @pytest.mark.parametrize("compression", ["gzip", "deflate", "none"])

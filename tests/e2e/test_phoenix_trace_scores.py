@@ -11,13 +11,7 @@ answer then a wrong one: the trace shows one annotation per scorer, the worse of
 
 from __future__ import annotations
 
-import json
-import time
-import urllib.error
-import urllib.parse
-import urllib.request
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -209,8 +203,8 @@ def test_a_trace_scorer_judges_the_whole_web_request_under_its_root(
     [evaluation] = spans_named(spans, "evaluation tool_efficiency")
     assert evaluation["parent_id"] == root["context"]["span_id"]
     # lookup_order(42) twice in one trace, with max_repeats=0: a repeat, named.
-    [annotation] = wait_for_trace_annotations(
-        phoenix, project, trace_id, lambda found: any(a["name"] == "tool_efficiency" for a in found)
+    [annotation] = phoenix.wait_for_annotations(
+        project, "trace", trace_id, lambda found: any(a["name"] == "tool_efficiency" for a in found)
     )
     assert annotation["result"]["label"] == "fail"
     assert annotation["result"]["score"] == 0.75
@@ -242,8 +236,8 @@ def expect_one_trace_annotation_for_the_worse(
     assert {span["parent_id"] for span in agent_spans} == {endpoint["context"]["span_id"]}
 
     # One trace annotation per scorer, upserted: the wrong answer's, whichever came last.
-    [annotation] = wait_for_trace_annotations(
-        phoenix, project, trace_id, lambda found: _labels(found) == ["fail"]
+    [annotation] = phoenix.wait_for_annotations(
+        project, "trace", trace_id, lambda found: _labels(found) == ["fail"]
     )
     assert annotation["trace_id"] == trace_id
     assert annotation["name"] == "faithfulness"
@@ -253,47 +247,9 @@ def expect_one_trace_annotation_for_the_worse(
     assert annotation["metadata"]["span_id"] == wrong_id
     # Each generation keeps its own span annotation, the right one passing.
     for span_id, label in ((right_id, "pass"), (wrong_id, "fail")):
-        [on_span] = wait_for_span_annotations(phoenix, project, span_id)
+        [on_span] = phoenix.wait_for_annotations(project, "span", span_id)
         assert on_span["result"]["label"] == label
 
 
 def _labels(annotations: list[dict[str, Any]]) -> list[str]:
     return [a["result"]["label"] for a in annotations if a["name"] == "faithfulness"]
-
-
-def wait_for_trace_annotations(
-    phoenix: PhoenixServer,
-    project: str,
-    trace_id: str,
-    done: Callable[[list[dict[str, Any]]], bool],
-) -> list[dict[str, Any]]:
-    """`GET /v1/projects/{project}/trace_annotations?trace_ids=...`, until `done` holds.
-    Phoenix stores an annotation for a trace it does not have yet 10 s later, on a retry."""
-    return _poll(
-        f"/v1/projects/{project}/trace_annotations", {"trace_ids": trace_id}, phoenix, done
-    )
-
-
-def wait_for_span_annotations(
-    phoenix: PhoenixServer, project: str, span_id: str
-) -> list[dict[str, Any]]:
-    return _poll(f"/v1/projects/{project}/span_annotations", {"span_ids": span_id}, phoenix, bool)
-
-
-def _poll(
-    path: str,
-    query: dict[str, str],
-    phoenix: PhoenixServer,
-    done: Callable[[list[dict[str, Any]]], bool],
-) -> list[dict[str, Any]]:
-    url = f"{phoenix.base_url}{path}?{urllib.parse.urlencode(query)}"
-    deadline = time.monotonic() + 90
-    while True:
-        try:
-            with urllib.request.urlopen(url, timeout=10) as response:
-                data: list[dict[str, Any]] = json.loads(response.read())["data"]
-        except urllib.error.HTTPError:  # the project is not stored yet
-            data = []
-        if done(data) or time.monotonic() > deadline:
-            return data
-        time.sleep(0.5)

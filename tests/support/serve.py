@@ -342,8 +342,9 @@ def agent_turn(
     the root span id."""
     tracer = provider.get_tracer("app")
     root_attributes: dict[str, Any] = {}
-    if conversation_id:
+    if conversation_id:  # as GenAI and OpenInference (Phoenix's sessions) name it
         root_attributes["gen_ai.conversation.id"] = conversation_id
+        root_attributes["session.id"] = conversation_id
     if end:
         root_attributes["agentscore.conversation.end"] = True
     user = _parts("user", {"type": "text", "content": question})
