@@ -96,7 +96,7 @@ def test_per_run_timeout_ends_as_a_failed_result() -> None:
     results: list[Any] = []
     runner = Runner(run_timeout=0.05, on_score=results.append)
     runner.submit(ScoreJob(sleeping_scorer(5), ScorerRun(output="x")))
-    assert runner.flush(timeout=5)
+    assert runner.flush(timeout=30)
     [result] = results
     assert result.status is ScoreStatus.FAILED
     assert result.error.type == "ScorerTimeoutError"
@@ -108,7 +108,7 @@ def test_scorer_exceptions_are_failed_results() -> None:
     runner = Runner(on_score=results.append)
     runner.submit(ScoreJob(sleeping_scorer(0, fail=True), ScorerRun(output="x")))
     runner.submit(ScoreJob(sleeping_scorer(0), ScorerRun(output="y")))
-    assert runner.flush(timeout=5)
+    assert runner.flush(timeout=30)
     assert sorted(r.status.value for r in results) == ["failed", "scored"]
     assert_identity(runner)
 
@@ -122,7 +122,7 @@ def test_a_job_whose_failure_path_raises_does_not_stop_the_dispatcher() -> None:
     runner.submit(ScoreJob(Broken(), ScorerRun(output="x")))  # type: ignore[arg-type]
     for i in range(3):
         runner.submit(ScoreJob(sleeping_scorer(0), ScorerRun(output=f"{i}")))
-    assert runner.flush(timeout=5)
+    assert runner.flush(timeout=30)
     stats = runner.stats()
     assert (stats.scored, stats.failed, stats.pending) == (3, 1, 0)
     # Its run still ends, as failed, and the sinks hear of it: none is left waiting.
@@ -144,7 +144,7 @@ def test_a_run_whose_reading_raises_the_unprintable_fails_alone() -> None:
     runner = Runner(concurrency=1, on_score=results.append)
     runner.submit(ScoreJob(sleeping_scorer(0), ScorerRun(output="x"), read=unreadable))
     runner.submit(ScoreJob(sleeping_scorer(0), ScorerRun(output="y")))
-    assert runner.flush(timeout=5)
+    assert runner.flush(timeout=30)
     failed, scored = results
     assert failed.status is ScoreStatus.FAILED
     assert (failed.error.type, failed.error.message) == (
@@ -181,7 +181,7 @@ def test_flush_waits_for_in_flight_work() -> None:
     runner = Runner()
     runner.submit(ScoreJob(sleeping_scorer(0.3), ScorerRun(output="x")))
     assert runner.flush(timeout=0.05) is False
-    assert runner.flush(timeout=5) is True
+    assert runner.flush(timeout=30) is True
     assert runner.stats().scored == 1
 
 
@@ -195,13 +195,13 @@ def first_start_after_an_idle_submit(runner: Runner) -> float:
 
     scorer = create_scorer(id="clock", analyze=analyze, generate_score=lambda p: 1.0)
     runner.submit(ScoreJob(scorer, ScorerRun(output="first")))  # starts the dispatcher
-    assert runner.flush(timeout=5)
+    assert runner.flush(timeout=30)
     time.sleep(0.05)  # the dispatcher is idle again
     started.clear()
     submitted = time.monotonic()
     for i in range(3):
         assert runner.submit(ScoreJob(scorer, ScorerRun(output=f"{i}"))) is True
-    assert runner.flush(timeout=5)
+    assert runner.flush(timeout=30)
     assert len(started) == 3
     stats = runner.stats()
     assert (stats.scored, stats.failed, stats.pending) == (4, 0, 0)
@@ -294,7 +294,7 @@ def test_a_failing_on_drop_callback_is_contained() -> None:
     outcomes = [runner.submit(ScoreJob(scorer, ScorerRun(output=f"{i}"))) for i in range(5)]
     assert outcomes.count(False) >= 3
     gate.set()
-    assert runner.flush(timeout=5)
+    assert runner.flush(timeout=30)
     assert_identity(runner)
 
 

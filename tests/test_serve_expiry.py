@@ -61,7 +61,7 @@ def test_stored_results_are_exported_whatever_their_age_and_expired_jobs_are_nam
         with serving(tmp_path, receiver.url, "--max-age", str(MAX_AGE)) as serve:
             wait_for(lambda: serve.health()["pending_jobs"] == 0, what="the queue to empty")
             wait_for(lambda: len(evaluation_spans(receiver)) >= 6, what="six evaluations")
-            health = serve.health()
+            health = serve.health_once_scored(5)
             log = serve.log.read_text()
         spans = evaluation_spans(receiver)
 
