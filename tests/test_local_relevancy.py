@@ -74,3 +74,14 @@ def test_an_answer_about_something_else_fails_with_its_reason() -> None:
 )
 def test_what_words_cannot_tell_from_a_paraphrase_is_not_failed(question: str, answer: str) -> None:
     assert outcome(question, answer) != "fail"
+
+
+def test_yes_or_no_then_a_word_of_the_question_answers_a_yes_no_question() -> None:
+    question = "Does the hotel have parking?"
+    assert outcome(question, "Yes, there is a garage under the hotel for 15 euros a night.") == (
+        "pass"
+    )
+    # "Yes" alone decides nothing: the rest must touch the question.
+    assert outcome("Is shipping free?", "Yes, our office dog is called Rex.") == "undecided"
+    # Nor does it answer a question that is not a yes/no question.
+    assert outcome("Where is the hotel garage?", "No, the hotel pool is closed.") != "pass"

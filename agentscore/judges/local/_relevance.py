@@ -69,6 +69,12 @@ _ANAPHORS = frozenset(
         "both",
     ]
 )
+_YES_NO = frozenset(["yes", "no", "yeah", "nope"])
+_YES_NO_QUESTION = re.compile(
+    r"\W*(?:is|are|was|were|can|could|do|does|did|will|would|should|shall|has|have|had|may|"
+    r"must)\b",
+    re.IGNORECASE,
+)
 # Openers that answer the question asked whatever follows: "Yes, ...", "I checked: ...".
 _REPLIES = frozenset(["yes", "no", "yeah", "nope", "sure", "i", "i'm", "i've", "i'll"])
 # Two capitalised words in a row, the first not a function word: "Jane Austen".
@@ -143,6 +149,8 @@ def statement_verdicts(texts: Sequence[str], question: str, answer: str) -> list
         why = "the answer shares no word, number or code with the question, nor points back at it"
         return [_statement(text, "no", why, APART) for text in texts]
     verdicts: list[tuple[str, str] | None] = [_direct(words, asked) for words in said]
+    if said and verdicts[0] is None:
+        verdicts[0] = _yes_or_no(said[0], asked, question, answer)
     _chain(texts, said, verdicts)
     return [
         _statement(text, *verdict, DECIDED)
@@ -209,6 +217,17 @@ def _has_word(text: str, words: frozenset[str]) -> bool:
 
 def _has_number(text: str) -> bool:
     return bool(_DIGITS.search(text)) or _has_word(text, NUMBER_WORDS)
+
+
+def _yes_or_no(said: _Words, asked: _Words, question: str, answer: str) -> tuple[str, str] | None:
+    """'Yes, ...' or 'No, ...' to a yes/no question, then a word of the question: the
+    answer's first statement answers it ("Does the hotel have parking?" / "Yes, there is a
+    garage under the hotel")."""
+    reply = _Words.of(answer).opener
+    shared = sorted(said.terms & asked.terms)
+    if reply not in _YES_NO or not shared or not _YES_NO_QUESTION.match(question):
+        return None
+    return "yes", f"answers the yes/no question ({reply!r}) and shares {shared[0]!r} with it"
 
 
 def _other_thing(said: _Words, asked: _Words) -> str:
