@@ -23,7 +23,7 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -43,6 +43,7 @@ __all__ = [
     "MemoryConversationStore",
     "OpenConversation",
     "OverHandler",
+    "idle_ids",
     "turn_bytes",
 ]
 
@@ -175,15 +176,22 @@ class MemoryConversationStore:
         return conversation
 
     def idle(self, before: float) -> list[str]:
-        found: list[str] = []
-        for key, conversation in self._open.items():
-            if conversation.last_seen > before:
-                break
-            found.append(key)
-        return found
+        return idle_ids(self._open, before)
 
     def ids(self) -> list[str]:
         return list(self._open)
+
+
+def idle_ids(open_conversations: Mapping[str, OpenConversation], before: float) -> list[str]:
+    """The ids of the conversations last seen at `before` or earlier. A store keeps them in
+    the order they were last seen (a turn moves its conversation to the end), so the search
+    stops at the first one seen later."""
+    found: list[str] = []
+    for key, conversation in open_conversations.items():
+        if conversation.last_seen > before:
+            break
+        found.append(key)
+    return found
 
 
 # Called with each conversation that is over, outside the tracker's lock.

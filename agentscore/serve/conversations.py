@@ -21,7 +21,7 @@ from collections import OrderedDict
 from dataclasses import replace
 
 from agentscore._options import check_number
-from agentscore.pipeline.conversations import OpenConversation
+from agentscore.pipeline.conversations import OpenConversation, idle_ids
 from agentscore.run import Turn
 from agentscore.serve.queue import ConversationWrite, SqliteQueue
 
@@ -115,12 +115,7 @@ class SqliteConversationStore:
         return conversation
 
     def idle(self, before: float) -> list[str]:
-        found: list[str] = []
-        for key, conversation in self._open.items():
-            if conversation.last_seen > before:
-                break
-            found.append(key)
-        return found
+        return idle_ids(self._open, before)
 
     def ids(self) -> list[str]:
         return list(self._open)
