@@ -7,8 +7,10 @@ Monday") or shares a content word with it. A
 statement about another thing of the same kind ("order 2001" when the question asks about
 "order 1042") is off-topic ("no", decided). So is every statement of an answer about
 something else entirely: a sentence or more in which no statement shares a word, number or
-code with the question, and which does not open by pointing back at it ("It left the depot
-on Monday", "Yes, ..."). Any other statement is "unsure" and undecided: words alone cannot
+code with the question, which does not open by pointing back at it ("It left the depot on
+Monday", "Yes, ...") and does not give the kind of thing the question asks for (a time for
+"when", a name for "who", ...). "Yes" or "No" to a yes/no question, then a word of it,
+answers it. Any other statement is "unsure" and undecided: words alone cannot
 tell an on-topic paraphrase ("Where is my parcel?" / "The package left the depot") from a
 needed detail or a digression, so the scorer leaves a run unscored when such statements
 could change its verdict (see docs/local-judge.md).
