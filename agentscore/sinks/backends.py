@@ -125,42 +125,34 @@ class PhoenixAnnotations:
         }
         if capture:
             metadata["claims"] = claims_for(result)
+
+        def annotation(identifier: str, extra: dict[str, Any], **target: str) -> dict[str, Any]:
+            return {
+                **target,
+                "name": result.scorer_id,
+                "annotator_kind": "LLM",
+                "identifier": identifier,
+                "result": outcome,
+                "metadata": {**metadata, **extra},
+            }
+
         if result.span_id:
             for span_id in self._span_ids(result):
-                self._spans.add(
-                    {
-                        "span_id": span_id,
-                        "name": result.scorer_id,
-                        "annotator_kind": "LLM",
-                        "identifier": f"agentscore:{result.run_id}",
-                        "result": outcome,
-                        "metadata": metadata,
-                    }
-                )
+                self._spans.add(annotation(f"agentscore:{result.run_id}", {}, span_id=span_id))
         if result.trace_id and self._shown.replaces(result):
             self._traces.add(
-                {
-                    "trace_id": result.trace_id,
-                    "name": result.scorer_id,
-                    "annotator_kind": "LLM",
-                    "identifier": TRACE_IDENTIFIER,
-                    "result": outcome,
-                    # Which generation the trace shows.
-                    "metadata": {**metadata, "span_id": result.span_id},
-                },
+                # Which generation the trace shows.
+                annotation(TRACE_IDENTIFIER, {"span_id": result.span_id}, trace_id=result.trace_id),
                 # A later result of this trace and scorer replaces a waiting one.
                 key=(result.trace_id, result.scorer_id),
             )
         if result.conversation_id:
             self._sessions.add(
-                {
-                    "session_id": result.conversation_id,
-                    "name": result.scorer_id,
-                    "annotator_kind": "LLM",
-                    "identifier": TRACE_IDENTIFIER,
-                    "result": outcome,
-                    "metadata": {**metadata, "trace_id": result.trace_id},
-                },
+                annotation(
+                    TRACE_IDENTIFIER,
+                    {"trace_id": result.trace_id},
+                    session_id=result.conversation_id,
+                ),
                 key=(result.conversation_id, result.scorer_id),
             )
 
