@@ -26,6 +26,7 @@ from tests.support.serve import (
     attribute,
     evaluation_spans,
     serving,
+    start_serve,
     wait_for,
 )
 
@@ -150,6 +151,27 @@ def test_a_span_attribute_ends_a_conversation_at_once(tmp_path: Path) -> None:
             wait_for(lambda: len(evaluations_of(receiver, "conversation_turns")) == 1)
         [evaluation] = evaluations_of(receiver, "conversation_turns")
     assert score(evaluation) == 2.0
+
+
+def test_a_second_service_on_the_same_queue_is_refused_and_the_conversation_stays_whole(
+    tmp_path: Path,
+) -> None:
+    # The conversation tables live in the queue's file: the queue's lock keeps a second
+    # process (a double deploy, a restart racing the old one) from reading or expiring them.
+    with http_server() as receiver:
+        with serving(tmp_path, receiver.url, *LEVELS, "--trace-grace", "0.1") as serve:
+            with app_provider(serve) as provider:
+                agent_turn(provider, "Question 1?", "Answer 1.", conversation_id="c-9")
+                wait_for(settled(serve, traces_found=1), what="the first turn read")
+                with pytest.raises(RuntimeError, match="in use by another process") as refused:
+                    start_serve(tmp_path, receiver.url, *LEVELS)
+                assert f"(pid {serve.process.pid})" in str(refused.value)
+                assert serve.health()["open_conversations"] == 1
+                agent_turn(provider, "Question 2?", "Answer 2.", conversation_id="c-9", end=True)
+            wait_for(settled(serve, conversations_over=1), what="the conversation scored")
+            wait_for(lambda: len(evaluations_of(receiver, "conversation_turns")) == 1)
+        [evaluation] = evaluations_of(receiver, "conversation_turns")
+    assert score(evaluation) == 2.0  # both turns, in the one service that holds the queue
 
 
 def test_an_open_conversation_survives_kill_9_and_is_scored_exactly_once(tmp_path: Path) -> None:
