@@ -44,6 +44,7 @@ __all__ = [
     "OpenConversation",
     "OverHandler",
     "idle_ids",
+    "refusal",
     "turn_bytes",
 ]
 
@@ -157,13 +158,10 @@ class MemoryConversationStore:
     def put(self, conversation: OpenConversation) -> str | None:
         key = conversation.conversation_id
         old = self._open.get(key)
-        if old is None and len(self._open) >= self.max_conversations:
-            return "too_many_conversations"
-        if len(conversation.turns) > self.max_turns:
-            return "too_many_turns"
         held = self.held_bytes - (old.held_bytes if old else 0) + conversation.held_bytes
-        if held > self.max_bytes:
-            return "open_conversation_bytes"
+        refused = refusal(self, conversation, new=old is None, held_bytes=held)
+        if refused is not None:
+            return refused
         self.held_bytes = held
         self._open[key] = conversation
         self._open.move_to_end(key)
@@ -180,6 +178,28 @@ class MemoryConversationStore:
 
     def ids(self) -> list[str]:
         return list(self._open)
+
+
+class _Bounded(Protocol):
+    max_conversations: int
+    max_turns: int
+    max_bytes: int
+
+    def __len__(self) -> int: ...
+
+
+def refusal(
+    store: _Bounded, conversation: OpenConversation, *, new: bool, held_bytes: int
+) -> str | None:
+    """Why `store` cannot hold `conversation` (`new` when it holds none under that id yet;
+    `held_bytes`, what it would hold with it), or None."""
+    if new and len(store) >= store.max_conversations:
+        return "too_many_conversations"
+    if len(conversation.turns) > store.max_turns:
+        return "too_many_turns"
+    if held_bytes > store.max_bytes:
+        return "open_conversation_bytes"
+    return None
 
 
 def idle_ids(open_conversations: Mapping[str, OpenConversation], before: float) -> list[str]:

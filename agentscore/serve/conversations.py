@@ -21,7 +21,7 @@ from collections import OrderedDict
 from dataclasses import replace
 
 from agentscore._options import check_number
-from agentscore.pipeline.conversations import OpenConversation, idle_ids
+from agentscore.pipeline.conversations import OpenConversation, idle_ids, refusal
 from agentscore.run import Turn
 from agentscore.serve.queue import ConversationWrite, SqliteQueue
 
@@ -73,13 +73,10 @@ class SqliteConversationStore:
     def put(self, conversation: OpenConversation) -> str | None:
         key = conversation.conversation_id
         old = self._open.get(key)
-        if old is None and len(self._open) >= self.max_conversations:
-            return "too_many_conversations"
-        if len(conversation.turns) > self.max_turns:
-            return "too_many_turns"
         held = self.held_bytes - (old.held_bytes if old else 0) + conversation.held_bytes
-        if held > self.max_bytes:
-            return "open_conversation_bytes"
+        refused = refusal(self, conversation, new=old is None, held_bytes=held)
+        if refused is not None:
+            return refused
         before = self.get(key) if old is not None else None
         kept = before.turns if before is not None else ()
         # The tracker adds a turn to the turns it was given: only the new ones are written.
