@@ -111,9 +111,14 @@ async def test_failures_are_logged_never_raised(capsys: pytest.CaptureFixture[st
     with http_server() as collector:
         collector.reply_with(Reply(500))
         await delivered(
-            LangfuseScores(collector.url, public_key="pk", secret_key="sk-lf-hidden"), RESULT
+            LangfuseScores(
+                collector.url, public_key="pk", secret_key="sk-lf-hidden", retry_window=0
+            ),
+            RESULT,
         )
-    await delivered(PhoenixAnnotations("http://127.0.0.1:9", timeout=2), RESULT)  # no listener
+    # No listener; not tried again (tests/test_sink_batching.py tries again).
+    unreachable = PhoenixAnnotations("http://127.0.0.1:9", timeout=2, retry_window=0)
+    await delivered(unreachable, RESULT)
     out = capsys.readouterr().out
     assert "score_backend_rejected" in out and "status=500" in out
     assert "score_backend_unreachable" in out

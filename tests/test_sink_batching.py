@@ -1,6 +1,8 @@
 """The score sinks batch their posts: against a real HTTP server on 127.0.0.1, many results
-make few requests, each with a list; a refused batch is logged and the next one goes; a full
-buffer drops and counts; a trace shows its worst verdict; what waits is sent at exit."""
+make few requests, each with a list; a refused batch is logged and the next one goes; a batch
+refused for a passing reason is sent again once the backend is back, past a longer outage
+dropped and counted; a full buffer drops and counts; a trace shows its worst verdict; what
+waits is sent at exit."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import pytest
 
 from agentscore.result import ScoreResult, ScoreStatus
 from agentscore.sinks.backends import LangfuseScores, PhoenixAnnotations
-from tests.support.http_server import Reply, http_server, json_reply
+from tests.support.http_server import Reply, Request, http_server, json_reply
 from tests.support.raw_tcp import Conn, tcp_server
 from tests.support.serve import wait_for
 from tests.support.sinks import RESULT, posted
@@ -86,7 +88,7 @@ async def test_a_refused_batch_is_logged_never_raised_and_the_next_goes(
 ) -> None:
     with http_server() as collector:
         sink = PhoenixAnnotations(collector.url, api_key="px-hidden-key", flush_interval=3600)
-        collector.reply_with(Reply(500))
+        collector.reply_with(Reply(400))  # "not this": sending it again changes nothing
         for index in range(3):
             await sink(generation(index))
         await flushed(sink)
@@ -97,12 +99,65 @@ async def test_a_refused_batch_is_logged_never_raised_and_the_next_goes(
         await flushed(sink)
     out = capsys.readouterr().out
     assert out.count("score_backend_rejected") == 2  # one line per refused request
-    assert "status=500" in out and "/v1/span_annotations" in out
+    assert "status=400" in out and "/v1/span_annotations" in out
     assert "px-hidden-key" not in out
     assert refused == 2
     # Not sent again (the backend said no), and the sink went on with the next batch.
     later = [item["span_id"] for batch in posted(collector, SPANS)[1:] for item in batch]
     assert later == [f"{index + 1:016x}" for index in range(3, 5)]
+
+
+@pytest.mark.parametrize("status", [503, 429, 500])
+async def test_a_batch_refused_for_a_passing_reason_lands_once_the_backend_is_back(
+    status: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    down = True
+    accepted: list[Request] = []
+
+    def backend(request: Request) -> Reply:
+        if down:
+            return Reply(status)
+        accepted.append(request)
+        return Reply(200)
+
+    with http_server(backend) as collector:
+        sink = PhoenixAnnotations(collector.url, flush_interval=3600)
+        for index in range(3):
+            await sink(generation(index))
+        assert not await anyio.to_thread.run_sync(sink.flush, 0.5)  # held, not lost
+        # The trace of generation 0 is scored again meanwhile: its newer annotation wins.
+        await sink(generation(3, trace=0, score=0.0, passed=False, label="fail"))
+        down = False
+        await flushed(sink)
+    assert any(request.path == SPANS for request in collector.requests[:1])  # tried first
+    out = capsys.readouterr().out
+    assert "later=True" in out and "score_sink_dropped" not in out
+    assert sink.dropped == 0
+    spans = [
+        item for request in accepted if request.path == SPANS for item in request.json()["data"]
+    ]
+    # Each generation's span annotation landed once: none lost, none repeated.
+    assert sorted(item["span_id"] for item in spans) == [f"{i + 1:016x}" for i in range(4)]
+    traces = [
+        item for request in accepted if request.path == TRACES for item in request.json()["data"]
+    ]
+    # Trace annotations are upserts: the last one of each trace is what it shows.
+    shown = {item["trace_id"]: item["result"]["label"] for item in traces}
+    assert shown == {f"{0:032x}": "fail", f"{1:032x}": "pass", f"{2:032x}": "pass"}
+
+
+async def test_an_outage_longer_than_the_retry_window_drops_and_counts(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with http_server() as collector:
+        collector.reply_with(Reply(503))
+        sink = LangfuseScores(collector.url, public_key="p", secret_key="s", retry_window=0)
+        await sink(generation(0))
+        await flushed(sink)  # tried once, then given up: nothing waits
+    assert sink.dropped == 2  # the observation score and the trace score
+    assert len(collector.requests) == 1
+    out = capsys.readouterr().out
+    assert "score_sink_dropped" in out and "reason=backend_unavailable" in out
 
 
 async def test_events_langfuse_refuses_in_a_read_batch_are_logged_by_count(
@@ -204,7 +259,7 @@ async def test_a_backend_that_never_answers_holds_the_flush_not_the_caller(
         conn.wait_for_the_client_to_close()
 
     with tcp_server(hang) as server:
-        sink = PhoenixAnnotations(server.url.removesuffix("/v1"), timeout=30)
+        sink = PhoenixAnnotations(server.url.removesuffix("/v1"), timeout=30, retry_window=0)
         await sink(generation(0))  # returns at once: the post is the sinks' thread's
         assert not await anyio.to_thread.run_sync(sink.flush, 0.2)
     # The server went away: the request failed, was logged, and nothing waits any more.

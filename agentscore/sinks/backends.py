@@ -76,6 +76,7 @@ class PhoenixAnnotations:
         max_batch: int = 100,
         flush_interval: float = 1.0,
         max_buffer: int = 10_000,
+        retry_window: float = 60.0,
     ) -> None:
         self.base_url = (
             base_url or os.environ.get("PHOENIX_COLLECTOR_ENDPOINT") or "http://127.0.0.1:6006"
@@ -94,6 +95,7 @@ class PhoenixAnnotations:
                 max_batch=max_batch,
                 interval=flush_interval,
                 max_buffer=max_buffer,
+                retry_window=retry_window,
             )
             for endpoint in ("span_annotations", "trace_annotations", "session_annotations")
         )
@@ -190,6 +192,7 @@ class LangfuseScores:
         max_batch: int = 100,
         flush_interval: float = 1.0,
         max_buffer: int = 10_000,
+        retry_window: float = 60.0,
     ) -> None:
         self.host = (
             host or os.environ.get("LANGFUSE_HOST") or "https://cloud.langfuse.com"
@@ -207,6 +210,7 @@ class LangfuseScores:
             max_batch=max_batch,
             interval=flush_interval,
             max_buffer=max_buffer,
+            retry_window=retry_window,
         )
 
     def __repr__(self) -> str:

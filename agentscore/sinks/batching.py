@@ -7,6 +7,13 @@ once the oldest waiting item is `interval` seconds old, or at once when `max_bat
 waiting or a flush asks. A full buffer drops the new item (counted in `dropped`, logged at a
 limited rate); a send that fails is its sender's to log. Neither reaches the caller.
 
+A send that fails for a passing reason (the backend unreachable, 408, 429, 5xx) raises
+`SendLater`: its batch goes back to the buffer, ahead of what came meanwhile, and is sent again
+after a backoff (1 s doubling to 30 s) while the backend has been failing for less than
+`retry_window` seconds: an outage of a minute delays the posts, it does not lose them. A
+batch failing past the window, or with no room left in the buffer, is dropped, counted in
+`dropped` and logged.
+
 `flush()` waits until what was handed over is sent. Every batcher is flushed by a runner's
 `flush()` and `shutdown()` (through `agentscore._runtime.hooks.flush_buffers`) and at
 interpreter exit; `agentscore serve` flushes them when it stops.
@@ -34,14 +41,20 @@ from agentscore._runtime.hooks import (
     on_flush,
 )
 from agentscore._runtime.loop import SIGNAL_POLL, BackgroundLoop
+from agentscore.pipeline.retry import RetryPolicy
 
-__all__ = ["Batcher", "flush_batchers"]
+__all__ = ["Batcher", "SendLater", "flush_batchers"]
 
 T = TypeVar("T")
 
 _log = structlog.get_logger("agentscore.sinks")
 _DROP_LOG_INTERVAL = 10.0
 _sink_loop = BackgroundLoop("agentscore-sinks")
+_BACKOFF = RetryPolicy(first_delay=1.0, max_delay=30.0, window=None)
+
+
+class SendLater(Exception):
+    """Raised by a send whose failure will likely pass: the batch is sent again later."""
 
 
 class Batcher(Generic[T]):
@@ -55,14 +68,17 @@ class Batcher(Generic[T]):
         max_batch: int = 100,
         interval: float = 1.0,
         max_buffer: int = 10_000,
+        retry_window: float = 60.0,
     ) -> None:
         check_number("max_batch", max_batch, low=1, integer=True)
         check_number("interval", interval, low=0)
         check_number("max_buffer", max_buffer, low=1, integer=True)
+        check_number("retry_window", retry_window, low=0)
         self.name = name
         self.max_batch = max_batch
         self.interval = interval
         self.max_buffer = max_buffer
+        self.retry_window = retry_window
         self._send = send
         self._reset()
         _batchers.add(self)
@@ -78,6 +94,9 @@ class Batcher(Generic[T]):
         self._wake: anyio.Event | None = None
         self._dropped = 0
         self._drop_logged_at = -math.inf
+        self._failures = 0  # sends in a row that failed for a passing reason
+        self._failing_since = 0.0
+        self._retry_at = 0.0
 
     @property
     def dropped(self) -> int:
@@ -166,7 +185,8 @@ class Batcher(Generic[T]):
     async def _run(self) -> None:
         """Send batches until the buffer is empty, then end (the next item starts another)."""
         while True:
-            due = time.monotonic() + self.interval
+            now = time.monotonic()
+            due = now + self.interval
             with self._lock:
                 if not self._buffer:
                     self._running = self._hurry = False
@@ -174,7 +194,9 @@ class Batcher(Generic[T]):
                     return
                 ready = self._hurry or len(self._buffer) >= self.max_batch
                 self._wake = wake = None if ready else anyio.Event()
-            if wake is not None:
+            if self._retry_at > now:  # the backend failed: not before the backoff is over
+                await anyio.sleep(self._retry_at - now)
+            elif wake is not None:
                 with anyio.move_on_after(max(0.0, due - time.monotonic())):
                     await wake.wait()
             with self._lock:
@@ -184,12 +206,45 @@ class Batcher(Generic[T]):
                 self._sending = len(batch)
             try:
                 await self._send(batch)
+            except SendLater:
+                self._later(keys, batch)
             except Exception as exc:  # a sender logs its own failures: this one is a bug
+                self._failures = 0
                 _log.error("score_sink_failed", sink=self.name, error_type=type(exc).__name__)
+            else:
+                self._failures, self._retry_at = 0, 0.0
             finally:
                 with self._lock:
                     self._sending = 0
                     self._changed.notify_all()
+
+    def _later(self, keys: list[Hashable], batch: list[T]) -> None:
+        """Put a batch whose send will likely pass back in the buffer, ahead of what came
+        meanwhile (an item whose key came again stays replaced), to be sent after a backoff;
+        or drop it, counted, past the retry window or beyond the buffer's room."""
+        now = time.monotonic()
+        if self._failures == 0:
+            self._failing_since = now
+        self._failures += 1
+        delay = _BACKOFF.delay(self._failures)
+        with self._lock:
+            back = {key: item for key, item in zip(keys, batch, strict=True)}
+            back = {key: item for key, item in back.items() if key not in self._buffer}
+            if now + delay - self._failing_since > self.retry_window:
+                kept = 0
+            else:
+                kept = max(0, min(len(back), self.max_buffer - len(self._buffer)))
+            self._buffer = {**dict(itertools.islice(back.items(), kept)), **self._buffer}
+            lost = len(back) - kept
+            self._dropped += lost
+            self._retry_at = now + delay
+        if lost:
+            _log.warning(
+                "score_sink_dropped",
+                sink=self.name,
+                dropped=lost,
+                reason="backend_unavailable" if kept == 0 else "buffer_full",
+            )
 
 
 _batchers: weakref.WeakSet[Batcher[Any]] = weakref.WeakSet()
